@@ -1,0 +1,1 @@
+"""The ``kubechain`` command: runs the whole chain (etcd included) on one machine."""

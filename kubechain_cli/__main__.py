@@ -1,0 +1,5 @@
+"""``python -m kubechain_cli``."""
+
+from .main import main
+
+main()

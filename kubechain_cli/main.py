@@ -1,0 +1,53 @@
+"""``kubechain up``: the whole chain on this machine, and how to point kubectl at it."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+
+from .chain import Chain
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="kubechain")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start etcd, core-api, extensions-api and the gateway")
+    up.add_argument("--data-dir", default=".kubechain")
+    up.add_argument("--port", type=int, default=6443)
+    up.add_argument("--etcd-endpoints", default="", help="use this etcd instead of starting one")
+    up.add_argument("--etcd-prefix", default="/registry")
+    args = parser.parse_args(argv)
+    chain = Chain(Path(args.data_dir).resolve(), port=args.port, etcd_endpoints=args.etcd_endpoints,
+                  etcd_prefix=args.etcd_prefix)
+    stopping = False
+
+    def on_signal(_sig: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    started = time.monotonic()
+    try:
+        chain.start()
+    except Exception as err:
+        chain.stop()
+        print(f"kubechain: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"kubechain is ready at {chain.server_url} ({time.monotonic() - started:.1f}s)")
+    print("Point kubectl at it:")
+    print(f"  export KUBECONFIG={chain.kubeconfig}")
+    print("Stop with Ctrl-C.", flush=True)
+    try:
+        while not stopping:
+            for name, proc in chain.processes.items():
+                if proc.poll() is not None:
+                    print(f"kubechain: {name} exited with {proc.returncode}", file=sys.stderr)
+                    stopping = True
+            time.sleep(0.5)
+    finally:
+        chain.stop()
+        print("kubechain stopped")

@@ -1,0 +1,1 @@
+"""Pure API machinery: no I/O, no web framework, no storage."""

@@ -1,0 +1,63 @@
+"""What a served resource is: the one description routes, discovery and OpenAPI derive from.
+
+A resource is described once, here, and everything that varies by resource (URL paths,
+discovery verbs, OpenAPI operations, Table columns) is derived from it so they cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Verbs of a resource whose store supports every standard operation.
+STANDARD_VERBS: tuple[str, ...] = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    """One REST resource at one group-version, as discovery describes it."""
+
+    group: str  # "" for the core (legacy) group
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = STANDARD_VERBS
+    #: Subresources served beside the main resource: "status", "scale".
+    subresources: tuple[str, ...] = ()
+    #: For a "scale" subresource: JSON paths of spec replicas, status replicas, selector.
+    scale_paths: tuple[str, str, str] | None = None
+    #: Storage version hash published by discovery (opaque; stable per resource).
+    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def group_version(self) -> str:
+        """``v1`` for the core group, else ``<group>/<version>``."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_version(self) -> str:
+        return self.group_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def qualified_resource(self) -> str:
+        """``deployments.apps`` style name used in error messages (``pods`` for core)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def supports(self, verb: str) -> bool:
+        return verb in self.verbs

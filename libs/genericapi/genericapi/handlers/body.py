@@ -1,0 +1,68 @@
+"""Reading request bodies: size limit, media type, decoding, apiVersion/kind checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from genericapi.apimachinery import decoding
+from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery.resources import ResourceInfo
+
+#: kube-apiserver's default limit for request bodies (3 MiB).
+MAX_BODY_BYTES = 3 * 1024 * 1024
+
+_OBJECT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "text/yaml", "")
+
+
+async def read_bytes(request: Request) -> bytes:
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        raise apierrors.request_entity_too_large(MAX_BODY_BYTES)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise apierrors.request_entity_too_large(MAX_BODY_BYTES)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+async def read_object(request: Request, info: ResourceInfo | None, detect_duplicates: bool,
+                      kind: str | None = None, api_version: str | None = None
+                      ) -> tuple[dict[str, Any], list[str]]:
+    """The body as an object of the endpoint's kind, and duplicate-field messages."""
+    ctype = media_type(request)
+    if ctype not in _OBJECT_TYPES:
+        raise apierrors.unsupported_media_type(ctype)
+    raw = await read_bytes(request)
+    if not raw.strip():
+        raise apierrors.bad_request("Object 'Kind' is missing in ''")
+    obj, duplicates = decoding.decode_body(raw, ctype or "application/json",
+                                           detect_duplicates=detect_duplicates,
+                                           kind=kind or (info.kind if info else ""))
+    want_kind = kind or (info.kind if info else "")
+    want_version = api_version or (info.api_version if info else "")
+    check_type(obj, want_kind, want_version)
+    return obj, duplicates
+
+
+def check_type(obj: dict[str, Any], kind: str, api_version: str) -> None:
+    """Fill a missing apiVersion/kind from the endpoint; reject a different one as k8s does."""
+    got_kind = obj.get("kind")
+    got_version = obj.get("apiVersion")
+    if got_version and got_version != api_version:
+        raise apierrors.bad_request(
+            f"the API version in the data ({got_version}) does not match the expected API version "
+            f"({api_version})")
+    if got_kind and got_kind != kind:
+        raise apierrors.bad_request(
+            f"the kind in the data ({got_kind}) does not match the expected kind ({kind})")
+    obj["apiVersion"] = api_version
+    obj["kind"] = kind

@@ -1,0 +1,85 @@
+"""Content negotiation: what the client asked to receive (JSON, Table, PartialObjectMetadata)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from genericapi.apimachinery import errors as apierrors
+
+JSON = "application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+@dataclass(frozen=True, slots=True)
+class MediaType:
+    type: str
+    params: dict[str, str]
+
+    @property
+    def as_(self) -> str:
+        return self.params.get("as", "")
+
+    @property
+    def group(self) -> str:
+        return self.params.get("g", "")
+
+    @property
+    def version(self) -> str:
+        return self.params.get("v", "")
+
+
+def parse_media_types(header: str) -> list[MediaType]:
+    out: list[MediaType] = []
+    for part in header.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        pieces = [p.strip() for p in part.split(";")]
+        params: dict[str, str] = {}
+        for p in pieces[1:]:
+            if "=" in p:
+                k, v = p.split("=", 1)
+                params[k.strip().lower()] = v.strip().strip('"')
+        out.append(MediaType(pieces[0].lower(), params))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What to render: ``object`` (plain), ``table``, ``partial`` (PartialObjectMetadata)."""
+
+    mode: str
+    yaml: bool = False
+
+
+_ACCEPTED = [
+    "application/json", "application/yaml", "application/vnd.kubernetes.protobuf",
+    "application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch",
+]
+
+
+def negotiate(accept: str) -> Output:
+    """Pick the first acceptable representation in the client's Accept list."""
+    if not accept:
+        return Output("object")
+    unsupported_as = False
+    for mt in parse_media_types(accept):
+        if mt.type not in (JSON, "*/*", "application/*", YAML):
+            continue
+        as_ = mt.as_
+        if not as_:
+            return Output("object", yaml=mt.type == YAML)
+        if mt.group == "meta.k8s.io" and mt.version in ("v1", "v1beta1"):
+            if as_ == "Table":
+                return Output("table")
+            if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList"):
+                return Output("partial")
+        unsupported_as = True
+    if unsupported_as:
+        raise apierrors.not_acceptable(_ACCEPTED)
+    for mt in parse_media_types(accept):
+        if mt.type == PROTOBUF:
+            # Clients that offer only protobuf get JSON's refusal with the list we speak.
+            raise apierrors.not_acceptable(_ACCEPTED)
+    raise apierrors.not_acceptable(_ACCEPTED)

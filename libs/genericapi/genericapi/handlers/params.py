@@ -1,0 +1,138 @@
+"""Query parameters of the Kubernetes API, parsed and validated into registry options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery import fields, labels
+from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.registry.options import DeleteOptions, ListOptions, Predicate
+
+
+def flag(params: Mapping[str, str], name: str) -> bool:
+    value = params.get(name)
+    if value is None:
+        return False
+    return value.lower() in ("1", "true", "")
+
+
+def int_param(params: Mapping[str, str], name: str) -> int | None:
+    value = params.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise apierrors.bad_request(f'invalid value for {name}: "{value}"') from None
+
+
+def dry_run(params: Mapping[str, str]) -> bool:
+    value = params.get("dryRun")
+    if value is None:
+        return False
+    if value != "All":
+        raise apierrors.bad_request(
+            f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return True
+
+
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+def field_validation(params: Mapping[str, str]) -> str:
+    value = params.get("fieldValidation", "")
+    if not value:
+        return "Warn"
+    for choice in FIELD_VALIDATION:
+        if value.lower() == choice.lower():
+            return choice
+    raise apierrors.bad_request(
+        f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"')
+
+
+def list_options(info: ResourceInfo, params: Mapping[str, str], name: str = "") -> ListOptions:
+    """ListOptions from query parameters; ``name`` restricts to one object (legacy watch path)."""
+    predicates: list[Predicate] = []
+    filtered = False
+    label_text = params.get("labelSelector", "")
+    if label_text:
+        try:
+            selector = labels.parse_label_selector(label_text)
+        except labels.LabelSelectorError as err:
+            raise apierrors.bad_request(str(err)) from None
+        if not selector.empty:
+            filtered = True
+            predicates.append(lambda o, s=selector: s.matches((o.get("metadata") or {}).get("labels")))
+    field_text = params.get("fieldSelector", "")
+    if name:
+        field_text = f"metadata.name={name}" + ("," + field_text if field_text else "")
+    if field_text:
+        try:
+            parsed = fields.parse_field_selector(field_text)
+        except fields.FieldSelectorError as err:
+            raise apierrors.bad_request(str(err)) from None
+        if parsed.requirements:
+            fsel = fields.convert_field_selector(info.group, info.version, info.plural, parsed)
+            filtered = True
+            group, plural, namespaced = info.group, info.plural, info.namespaced
+            predicates.append(lambda o, f=fsel: f.matches(
+                fields.field_values(group, plural, o, namespaced=namespaced)))
+    predicate: Predicate | None = None
+    if len(predicates) == 1:
+        predicate = predicates[0]
+    elif predicates:
+        def predicate(o: dict[str, Any], ps: list[Predicate] = predicates) -> bool:
+            return all(p(o) for p in ps)
+    limit = int_param(params, "limit") or 0
+    if limit < 0:
+        limit = 0
+    send_initial: bool | None = None
+    if "sendInitialEvents" in params:
+        send_initial = flag(params, "sendInitialEvents")
+    return ListOptions(
+        predicate=predicate,
+        filtered=filtered,
+        resource_version=params.get("resourceVersion", ""),
+        resource_version_match=params.get("resourceVersionMatch", ""),
+        limit=limit,
+        continue_token=params.get("continue", ""),
+        allow_bookmarks=flag(params, "allowWatchBookmarks"),
+        send_initial_events=send_initial,
+        timeout_seconds=int_param(params, "timeoutSeconds"),
+    )
+
+
+def delete_options(params: Mapping[str, str], body: dict[str, Any] | None) -> DeleteOptions:
+    """DeleteOptions from the body (if any) with query parameters taking part as k8s does."""
+    body = body or {}
+    pre = body.get("preconditions") or {}
+    opts = DeleteOptions(
+        precondition_uid=pre.get("uid"),
+        precondition_rv=pre.get("resourceVersion"),
+        propagation_policy=body.get("propagationPolicy"),
+        grace_period_seconds=body.get("gracePeriodSeconds"),
+        dry_run=bool(body.get("dryRun")) or dry_run(params),
+        orphan_dependents=body.get("orphanDependents"),
+    )
+    if "propagationPolicy" in params:
+        opts.propagation_policy = params["propagationPolicy"]
+    grace = int_param(params, "gracePeriodSeconds")
+    if grace is not None:
+        opts.grace_period_seconds = grace
+    if "orphanDependents" in params:
+        opts.orphan_dependents = flag(params, "orphanDependents")
+    errs: list[apierrors.FieldError] = []
+    if opts.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
+        errs.append(apierrors.not_supported("propagationPolicy", opts.propagation_policy,
+                                            ["Foreground", "Background", "Orphan", "nil"]))
+    if opts.propagation_policy is not None and opts.orphan_dependents is not None:
+        errs.append(apierrors.invalid("propagationPolicy", opts.propagation_policy,
+                                      "orphanDependents and deletionPropagation cannot be both set"))
+    if opts.grace_period_seconds is not None and opts.grace_period_seconds < 0:
+        errs.append(apierrors.invalid("gracePeriodSeconds", opts.grace_period_seconds,
+                                      "must be greater than or equal to 0"))
+    if errs:
+        raise apierrors.invalid_object("", "DeleteOptions", "", errs)
+    return opts

@@ -1,0 +1,194 @@
+"""The REST verbs of one resource (``registerResourceHandlers``), on the generic store.
+
+Each function takes the parsed request target and the Starlette request and returns a
+response; errors are raised as ``APIError`` and encoded by the router in one place.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from genericapi.apimachinery import errors as apierrors
+from genericapi.registry.fieldvalidation import check_fields
+from genericapi.registry.options import ListResult
+from genericapi.registry.store import Store
+
+from . import params as qp
+from .body import read_object
+from .negotiation import Output, negotiate
+from .patch import apply_patch
+from .render import render_list, render_object
+from .responses import dumps, object_response
+from .watch import watch_response
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the URL names: the store, namespace, object name and subresource."""
+
+    store: Store
+    namespace: str
+    name: str
+    subresource: str
+    watch: bool = False
+
+
+def _pretty(request: Request) -> bool:
+    return qp.flag(request.query_params, "pretty")
+
+
+async def get(t: Target, request: Request) -> Response:
+    out = negotiate(request.headers.get("accept", ""))
+    obj = await t.store.get(t.namespace, t.name, request.query_params.get("resourceVersion", ""))
+    if t.subresource == "scale":
+        from .scale import to_scale
+        return object_response(to_scale(t.store, obj), pretty=_pretty(request))
+    return render_object(t.store, obj, out, _pretty(request))
+
+
+async def list_or_watch(t: Target, request: Request) -> Response:
+    params = request.query_params
+    out = negotiate(request.headers.get("accept", ""))
+    opts = qp.list_options(t.store.info, params, t.name if t.watch else "")
+    if t.watch or qp.flag(params, "watch"):
+        return await watch_response(t.store, t.namespace, opts, out, request)
+    result = await t.store.list(t.namespace, opts)
+    return render_list(t.store, result, out, _pretty(request))
+
+
+async def create(t: Target, request: Request) -> Response:
+    params = request.query_params
+    validation = qp.field_validation(params)
+    dry = qp.dry_run(params)
+    out = negotiate(request.headers.get("accept", ""))
+    obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
+    warnings = check_fields(t.store.strategy, obj, validation, duplicates)
+    created = await t.store.create(t.namespace, obj, dry_run=dry)
+    resp = render_object(t.store, created, out, _pretty(request), status=201)
+    _add_warnings(resp, warnings)
+    return resp
+
+
+async def update(t: Target, request: Request) -> Response:
+    params = request.query_params
+    validation = qp.field_validation(params)
+    dry = qp.dry_run(params)
+    out = negotiate(request.headers.get("accept", ""))
+    if t.subresource == "scale":
+        from .scale import update_scale
+        obj, duplicates = await read_object(request, None, validation != "Ignore",
+                                            kind="Scale", api_version="autoscaling/v1")
+        scale = await update_scale(t.store, t.namespace, t.name, lambda _old: obj, dry)
+        return object_response(scale, pretty=_pretty(request))
+    obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
+    warnings = check_fields(t.store.strategy, obj, validation, duplicates)
+    updated = await t.store.update(t.namespace, t.name, obj, dry_run=dry, subresource=t.subresource)
+    resp = render_object(t.store, updated, out, _pretty(request))
+    _add_warnings(resp, warnings)
+    return resp
+
+
+async def patch(t: Target, request: Request) -> Response:
+    params = request.query_params
+    validation = qp.field_validation(params)
+    dry = qp.dry_run(params)
+    out = negotiate(request.headers.get("accept", ""))
+    from .body import media_type, read_bytes
+    ctype = media_type(request)
+    raw = await read_bytes(request)
+    if ctype == "application/apply-patch+yaml":
+        raise apierrors.APIError(
+            415, "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json-patch+json, application/merge-patch+json, "
+            "application/strategic-merge-patch+json (server-side apply is not supported yet)")
+    warnings: list[str] = []
+
+    if t.subresource == "scale":
+        from .scale import update_scale
+
+        def scale_patch(old_scale: dict[str, Any]) -> dict[str, Any]:
+            return apply_patch(ctype, raw, old_scale, None)
+
+        scale = await update_scale(t.store, t.namespace, t.name, scale_patch, dry)
+        return object_response(scale, pretty=_pretty(request))
+
+    def produce(old: dict[str, Any]) -> dict[str, Any]:
+        warnings.clear()
+        new = apply_patch(ctype, raw, old, t.store.strategy)
+        if not isinstance(new, dict):
+            raise apierrors.bad_request("the patch must produce an object")
+        meta = new.get("metadata") if isinstance(new.get("metadata"), dict) else {}
+        if meta.get("name", t.name) != t.name:
+            raise apierrors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({t.name})")
+        from .body import check_type
+        check_type(new, t.store.info.kind, t.store.info.api_version)
+        warnings.extend(check_fields(t.store.strategy, new, validation, []))
+        return new
+
+    updated = await t.store.guaranteed_update(t.namespace, t.name, produce, dry_run=dry,
+                                              subresource=t.subresource)
+    resp = render_object(t.store, updated, out, _pretty(request))
+    _add_warnings(resp, warnings)
+    return resp
+
+
+async def delete(t: Target, request: Request) -> Response:
+    body = await _delete_body(request)
+    opts = qp.delete_options(request.query_params, body)
+    obj, gone = await t.store.delete(t.namespace, t.name, opts)
+    status = 200 if gone else 202
+    info = t.store.info
+    if gone and not t.store.strategy.returns_deleted_object:
+        details: dict[str, Any] = {"name": t.name}
+        if info.group:
+            details["group"] = info.group
+        details["kind"] = info.plural
+        details["uid"] = (obj.get("metadata") or {}).get("uid", "")
+        body_out = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "details": details}
+        return object_response(body_out, status, pretty=_pretty(request))
+    return object_response(obj, status, pretty=_pretty(request))
+
+
+async def delete_collection(t: Target, request: Request) -> Response:
+    body = await _delete_body(request)
+    opts = qp.delete_options(request.query_params, body)
+    list_opts = qp.list_options(t.store.info, request.query_params)
+    result: ListResult = await t.store.delete_collection(t.namespace, list_opts, opts)
+    return render_list(t.store, result, Output("object"), _pretty(request))
+
+
+async def _delete_body(request: Request) -> dict[str, Any] | None:
+    from .body import read_bytes
+    raw = await read_bytes(request)
+    if not raw.strip():
+        return None
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        from genericapi.apimachinery.decoding import decode_body
+        body, _ = decode_body(raw, "application/yaml", detect_duplicates=False)
+    if not isinstance(body, dict):
+        raise apierrors.bad_request("DeleteOptions must be an object")
+    return body
+
+
+def _add_warnings(resp: Response, warnings: list[str]) -> None:
+    from .responses import format_warning
+    for w in warnings:
+        resp.headers.append("Warning", format_warning(w))
+
+
+Handler = Callable[[Target, Request], Any]
+
+__all__ = ["Target", "copy", "create", "delete", "delete_collection", "dumps", "get", "list_or_watch",
+           "patch", "update"]

@@ -1,0 +1,105 @@
+"""Streaming watch responses: one JSON event per line, bookmarks, timeouts, 410 on expiry."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery import tables
+from genericapi.registry.options import ListOptions
+from genericapi.registry.store import Store
+from genericapi.storage.cacher import Bookmark, CacheEvent, WatchClosed
+from genericapi.storage.errors import StorageError
+
+from .negotiation import Output
+from .render import partial
+
+#: How often an idle watch that allows bookmarks gets one (kube-apiserver: about a minute).
+BOOKMARK_INTERVAL = 60.0
+#: kube-apiserver ends watches after a random time between 30 and 60 minutes.
+MIN_REQUEST_TIMEOUT = 1800
+
+
+def _event_line(event_type: str, raw: bytes) -> bytes:
+    return b'{"type":"' + event_type.encode() + b'","object":' + raw + b"}\n"
+
+
+def bookmark_object(store: Store, revision: int, initial_end: bool) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": str(revision), "creationTimestamp": None}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return {"kind": store.info.kind, "apiVersion": store.info.api_version, "metadata": meta}
+
+
+async def watch_response(store: Store, namespace: str, opts: ListOptions, out: Output,
+                         request: Request) -> Response:
+    try:
+        watcher = await store.watch(namespace, opts)
+    except apierrors.APIError as err:
+        if err.code != 410:
+            raise
+        # As kube-apiserver's watch cache does: the stream opens, then says the version expired.
+        line = _event_line("ERROR", orjson.dumps(err.status()))
+        return Response(line, media_type="application/json")
+    timeout = opts.timeout_seconds
+    if timeout is None or timeout <= 0:
+        timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
+    info = store.info
+    bookmarks = opts.allow_bookmarks
+    interval = float(request.app.state.bookmark_interval) if hasattr(request.app, "state") and \
+        hasattr(request.app.state, "bookmark_interval") else BOOKMARK_INTERVAL
+
+    def encode(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
+        if out.mode == "table" and obj is not None and event_type != "BOOKMARK":
+            table = tables.build_table(info.group, info.plural, [obj], include_object="Metadata")
+            return _event_line(event_type, orjson.dumps(table))
+        if out.mode == "partial" and obj is not None and event_type != "BOOKMARK":
+            return _event_line(event_type, orjson.dumps(partial(obj)))
+        if raw is None:
+            raw = orjson.dumps(obj)
+        return _event_line(event_type, raw)
+
+    async def stream() -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return
+                wait = min(remaining, interval) if bookmarks else remaining
+                item = await watcher.next_item(wait)
+                if item is None:
+                    if bookmarks and loop.time() < deadline:
+                        bm = watcher.bookmark()
+                        yield encode("BOOKMARK", bookmark_object(store, bm.revision, False), None)
+                    continue
+                if isinstance(item, CacheEvent):
+                    yield encode(item.type, item.obj, item.raw)
+                elif isinstance(item, Bookmark):
+                    if bookmarks:
+                        yield encode("BOOKMARK", bookmark_object(store, item.revision,
+                                                                 item.initial_events_end), None)
+                elif isinstance(item, WatchClosed):
+                    if item.error is not None:
+                        yield _event_line("ERROR", _status_bytes(store, item.error))
+                    return
+        finally:
+            watcher.close()
+
+    return StreamingResponse(stream(), media_type="application/json",
+                             headers={"Cache-Control": "no-cache, private"})
+
+
+def _status_bytes(store: Store, err: StorageError) -> bytes:
+    from genericapi.registry.translate import to_api_error
+    api_err = to_api_error(err, store.info)
+    return orjson.dumps(api_err.status())
+

@@ -1,0 +1,68 @@
+"""fieldValidation (Ignore, Warn, Strict) applied to a decoded object of a known kind.
+
+Unknown fields are reported (Warn: ``Warning`` headers; Strict: 400) and then pruned, since a
+typed Kubernetes object cannot hold them; fields of the wrong type fail decoding with 400 as
+kube-apiserver's decoder does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery import validation
+
+from .strategy import Strategy
+
+
+def check_fields(strategy: Strategy, obj: dict[str, Any], mode: str, duplicates: list[str]) -> list[str]:
+    """Apply the policy; returns warnings to send. Prunes unknown fields from ``obj``."""
+    schemas = strategy.schemas
+    if schemas is None:
+        return []
+    info = strategy.info
+    result = validation.validate_object(obj, schemas, info.group, info.version, info.kind)
+    if result.decode_error:
+        raise apierrors.bad_request(validation.decode_error_message(info.kind, info.version,
+                                                                    result.decode_error))
+    problems = []
+    if mode != "Ignore" and (duplicates or result.unknown_fields):
+        problems = validation.strict_field_messages(obj, duplicates, result.unknown_fields)
+    for path in result.unknown_fields:
+        prune_path(obj, path)
+    if not problems:
+        return []
+    if mode == "Strict":
+        raise apierrors.bad_request(validation.decode_error_message(
+            info.kind, info.version, validation.strict_decoding_error(problems)))
+    return problems
+
+
+_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def prune_path(obj: Any, path: str) -> None:
+    """Remove the field at a validation path such as ``spec.containers[0].foo``.
+
+    A typed Kubernetes object cannot hold unknown fields: kube-apiserver's decoder drops them
+    (after reporting them under Warn/Strict), so they must never reach storage.
+    """
+    tokens = [(m.group(1), m.group(2)) for m in _TOKEN.finditer(path)]
+    cur = obj
+    for i, (name, index) in enumerate(tokens):
+        last = i == len(tokens) - 1
+        if index is not None:
+            idx = int(index)
+            if not isinstance(cur, list) or idx >= len(cur):
+                return
+            if last:
+                return
+            cur = cur[idx]
+        else:
+            if not isinstance(cur, dict) or name not in cur:
+                return
+            if last:
+                del cur[name]
+                return
+            cur = cur[name]

@@ -1,0 +1,82 @@
+"""Per-kind rules on top of the generic store: defaulting, validation, what counts as status.
+
+A strategy is small on purpose: the generic store owns storage, metadata and conflicts; the
+strategy only says what is special about its kind. Later issues add defaulting and semantic
+validation for built-in kinds by subclassing ``Strategy`` and overriding its hooks.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from genericapi.apimachinery import validation
+from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.apimachinery.schemas import SchemaCatalog
+
+NameValidator = validation.NameValidator
+
+
+class Strategy:
+    """Behaviour of one kind. The defaults suit most built-in kinds."""
+
+    #: Whether spec changes bump ``metadata.generation``.
+    tracks_generation: bool = False
+    #: Kinds whose objects return themselves from DELETE (others answer a success Status).
+    returns_deleted_object: bool = False
+
+    def __init__(self, info: ResourceInfo, schemas: SchemaCatalog | None = None,
+                 name_validator: NameValidator | None = None) -> None:
+        self.info = info
+        self.schemas = schemas
+        self.name_validator: NameValidator = name_validator or validation.name_validator_for(info.group, info.kind)
+        self.has_status = "status" in info.subresources
+
+    # -- hooks: create ------------------------------------------------------------------
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        """Clear what a client may not set on create (status, when it is a subresource)."""
+        if self.has_status and self.info.kind not in _STATUS_ON_CREATE:
+            obj["status"] = {}
+
+    def default(self, obj: dict[str, Any]) -> None:
+        """Fill defaults, as the kind's defaulting functions do (next issue)."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return self.validate_meta(obj)
+
+    def validate_meta(self, obj: dict[str, Any]) -> list[FieldError]:
+        meta = obj.get("metadata") or {}
+        return validation.validate_object_meta(meta, self.info.namespaced, self.name_validator)
+
+    # -- hooks: update ------------------------------------------------------------------
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """On the main resource, status changes are ignored when status is a subresource."""
+        if self.has_status:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """On ``/status``, only status changes; the rest is kept from the stored object."""
+        out = copy.deepcopy(old)
+        if "status" in new:
+            out["status"] = new["status"]
+        else:
+            out.pop("status", None)
+        meta = out["metadata"]
+        meta["resourceVersion"] = (new.get("metadata") or {}).get("resourceVersion", meta.get("resourceVersion"))
+        return out
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return self.validate(new)
+
+    def spec_changed(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
+        """Whether anything but metadata and status changed (what bumps generation)."""
+        keys = (set(new) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
+        return any(new.get(k) != old.get(k) for k in keys)
+
+
+#: Kinds whose status a client may set on create even with a status subresource.
+_STATUS_ON_CREATE: frozenset[str] = frozenset()

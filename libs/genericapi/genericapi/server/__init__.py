@@ -1,0 +1,1 @@
+"""Server: routing, discovery, OpenAPI, health, metrics, auth headers, the app shell."""

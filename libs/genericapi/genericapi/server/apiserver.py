@@ -1,0 +1,227 @@
+"""A generic API server: stores on one etcd, the API router, discovery, OpenAPI, health.
+
+Each service builds one of these, installs its resources (a ``ResourceInfo`` and a strategy
+each), adds post-start hooks (bootstrap, controllers) and runs it. This is the Python shape of
+``GenericAPIServer`` + ``InstallAPIGroups`` + ``PrepareRun`` + ``Run`` from the seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
+
+from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.registry.store import AdmissionHook, Store
+from genericapi.registry.strategy import Strategy
+from genericapi.storage.errors import StorageError
+from genericapi.storage.etcd import EtcdClient
+
+from .app import build_app, serve
+from .discovery import DiscoveryDocuments, OrderFn
+from .health import HealthChecks
+from .openapi import OpenAPIService
+from .proxy import ReverseProxy
+from .router import APIRouter
+from .tls import ClientCertProtocol
+
+log = logging.getLogger(__name__)
+
+PostStartHook = Callable[["GenericAPIServer"], Awaitable[None]]
+
+
+@dataclass
+class ServerConfig:
+    name: str
+    etcd_endpoints: list[str]
+    etcd_prefix: str = "/registry"
+    bind_address: str = "127.0.0.1"
+    port: int = 0
+    delegate_urls: list[str] = field(default_factory=list)
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    client_ca_file: str = ""
+    proxy_client_cert_file: str = ""
+    proxy_client_key_file: str = ""
+    bookmark_interval: float = 60.0
+    shutdown_delay: float = 1.0
+
+
+def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
+    parser.add_argument("--etcd-servers", "--etcd-endpoints", dest="etcd_endpoints",
+                        default="http://127.0.0.1:2379", help="comma-separated etcd client URLs")
+    parser.add_argument("--etcd-prefix", default="/registry", help="key prefix of every object in etcd")
+    parser.add_argument("--bind-address", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=default_port)
+    parser.add_argument("--delegate-url", action="append", default=[],
+                        help="next link of the delegation chain (repeat for replicas)")
+    parser.add_argument("--tls-cert-file", default="")
+    parser.add_argument("--tls-private-key-file", default="")
+    parser.add_argument("--client-ca-file", default="",
+                        help="require client certificates signed by this CA (the gateway's proxy client)")
+    parser.add_argument("--proxy-client-cert-file", default="")
+    parser.add_argument("--proxy-client-key-file", default="")
+    parser.add_argument("--watch-bookmark-interval", type=float, default=60.0)
+    parser.add_argument("--shutdown-delay", type=float, default=1.0)
+    parser.add_argument("--log-level", default="INFO")
+
+
+def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
+    return ServerConfig(
+        name=name,
+        etcd_endpoints=[e.strip() for e in args.etcd_endpoints.split(",") if e.strip()],
+        etcd_prefix=args.etcd_prefix,
+        bind_address=args.bind_address,
+        port=args.port,
+        delegate_urls=list(args.delegate_url),
+        tls_cert_file=args.tls_cert_file,
+        tls_key_file=args.tls_private_key_file,
+        client_ca_file=args.client_ca_file,
+        proxy_client_cert_file=args.proxy_client_cert_file,
+        proxy_client_key_file=args.proxy_client_key_file,
+        bookmark_interval=args.watch_bookmark_interval,
+        shutdown_delay=args.shutdown_delay,
+    )
+
+
+def client_ssl_context(ca_file: str, cert_file: str, key_file: str) -> ssl.SSLContext | None:
+    """TLS for calls to the next link: verify it with the CA, present our proxy client cert."""
+    if not ca_file and not cert_file:
+        return None
+    ctx = ssl.create_default_context(cafile=ca_file or None)
+    if cert_file:
+        ctx.load_cert_chain(cert_file, key_file)
+    return ctx
+
+
+class GenericAPIServer:
+    def __init__(self, config: ServerConfig, order: OrderFn,
+                 storage_hash: Callable[[ResourceInfo], str] = lambda _i: "",
+                 definitions: dict[str, Any] | None = None) -> None:
+        self.config = config
+        self.etcd = EtcdClient(config.etcd_endpoints)
+        self.stores: list[Store] = []
+        self.by_resource: dict[tuple[str, str], Store] = {}
+        self.admission: list[AdmissionHook] = []
+        self.post_start: list[PostStartHook] = []
+        self.health = HealthChecks()
+        self._order = order
+        self._storage_hash = storage_hash
+        self._definitions = definitions or {}
+        self._started = asyncio.Event()
+        self.delegate: ReverseProxy | None = None
+        if config.delegate_urls:
+            ctx = client_ssl_context(config.client_ca_file, config.proxy_client_cert_file,
+                                     config.proxy_client_key_file) \
+                if any(u.startswith("https") for u in config.delegate_urls) else None
+            urls = [u.rstrip("/") for u in config.delegate_urls]
+            self.delegate = ReverseProxy(lambda _scope: urls, ssl_context=ctx,
+                                         header_source=_pass_user_headers)
+        self.discovery = DiscoveryDocuments([], order, storage_hash)
+        self.openapi = OpenAPIService([], self._definitions)
+        self.router = APIRouter([], self.discovery, delegate=self.delegate)
+        self.health.add("etcd", self._etcd_ok)
+        self.health.add("poststarthook/start-complete", self._started_ok, liveness=False)
+
+    async def _etcd_ok(self) -> bool:
+        try:
+            await asyncio.wait_for(self.etcd.current_revision(), 2.0)
+            return True
+        except (StorageError, TimeoutError):
+            return False
+
+    async def _started_ok(self) -> bool:
+        return self._started.is_set()
+
+    def install(self, info: ResourceInfo, strategy: Strategy, key_prefix: str) -> Store:
+        store = Store(info, strategy, self.etcd, f"{self.config.etcd_prefix.rstrip('/')}/{key_prefix}",
+                      self.admission)
+        self.stores.append(store)
+        self.by_resource[(info.group, info.plural)] = store
+        return store
+
+    def publish(self) -> None:
+        """Make the installed stores visible to routing, discovery and OpenAPI, at once."""
+        infos = [s.info for s in self.stores]
+        self.discovery = DiscoveryDocuments(infos, self._order, self._storage_hash)
+        self.openapi.update(infos, self._definitions)
+        self.router.set_stores(list(self.stores), self.discovery)
+
+    async def start(self) -> None:
+        await self._wait_for_etcd()
+        self.publish()
+        await asyncio.gather(*(s.start() for s in self.stores))
+        for hook in self.post_start:
+            await hook(self)
+        asyncio.get_running_loop().create_task(self.openapi.warm())
+        self._started.set()
+        log.info("%s ready", self.config.name)
+
+    async def _wait_for_etcd(self) -> None:
+        delay = 0.05
+        for _ in range(200):
+            try:
+                await self.etcd.current_revision()
+                return
+            except StorageError as err:
+                log.info("waiting for etcd: %s", err)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        raise RuntimeError("etcd did not become available")
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(s.stop() for s in self.stores), return_exceptions=True)
+        if self.delegate is not None:
+            await self.delegate.close()
+        await self.etcd.close()
+
+    async def end_watches(self) -> None:
+        for s in self.stores:
+            for w in list(s.cache._watchers):
+                w.terminate(None)
+
+    def app(self) -> FastAPI:
+        def extra(app: FastAPI) -> None:
+            app.state.bookmark_interval = self.config.bookmark_interval
+            app.add_api_route("/openapi/v2", self.openapi.v2, methods=["GET"], include_in_schema=False)
+            app.add_api_route("/openapi/v3", self.openapi.v3_index, methods=["GET"], include_in_schema=False)
+            app.add_api_route("/openapi/v3/{path:path}", self.openapi.v3, methods=["GET"],
+                              include_in_schema=False)
+
+        return build_app(self.config.name, _Lazy(self), self.health, on_start=self.start,
+                         on_stop=self.stop, extra=extra)
+
+    async def run(self) -> None:
+        ssl_options: dict[str, Any] = {}
+        if self.config.tls_cert_file:
+            ssl_options = {"ssl_certfile": self.config.tls_cert_file, "ssl_keyfile": self.config.tls_key_file}
+            if self.config.client_ca_file:
+                ssl_options.update(ssl_ca_certs=self.config.client_ca_file, ssl_cert_reqs=ssl.CERT_REQUIRED)
+        await serve(self.app(), self.health, host=self.config.bind_address, port=self.config.port,
+                    ssl_options=ssl_options, shutdown_delay=self.config.shutdown_delay,
+                    http_protocol=ClientCertProtocol if ssl_options else "httptools",
+                    before_exit=self.end_watches)
+
+
+class _Lazy:
+    """The router as mounted; indirection so ``publish`` can swap what it serves."""
+
+    def __init__(self, server: GenericAPIServer) -> None:
+        self._server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._server.router(scope, receive, send)
+
+
+def _pass_user_headers(scope: Scope) -> list[tuple[str, str]]:
+    """Delegation keeps the authenticated user the gateway sent (this hop is trusted)."""
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
+            if k.decode("latin-1").lower().startswith("x-remote-")]
+

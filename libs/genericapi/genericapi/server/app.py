@@ -1,0 +1,117 @@
+"""The application shell of every service: FastAPI for lifespan and admin routes, with the
+Kubernetes API router (plain ASGI) mounted for everything else, and graceful shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+import uvicorn
+from fastapi import FastAPI
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp
+
+from .health import HealthChecks
+from .version import version_info
+
+log = logging.getLogger(__name__)
+
+Hook = Callable[[], Awaitable[None]]
+
+
+def build_app(name: str, api: ASGIApp, health: HealthChecks, *, on_start: Hook | None = None,
+              on_stop: Hook | None = None, registry: CollectorRegistry | None = None,
+              extra: Callable[[FastAPI], None] | None = None) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if on_start is not None:
+            await on_start()
+        try:
+            yield
+        finally:
+            if on_stop is not None:
+                await on_stop()
+
+    app = FastAPI(title=name, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_api_route("/healthz", health.healthz, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/livez", health.livez, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/readyz", health.readyz, methods=["GET"], include_in_schema=False)
+    for sub in ("healthz", "livez", "readyz"):
+        handler = getattr(health, sub)
+        app.add_api_route(f"/{sub}/{{check}}", _single_check(health, sub, handler),
+                          methods=["GET"], include_in_schema=False)
+
+    async def version(_request: Request) -> Response:
+        return Response(orjson.dumps(version_info(), option=orjson.OPT_INDENT_2),
+                        media_type="application/json")
+
+    async def metrics(_request: Request) -> Response:
+        from prometheus_client import REGISTRY
+        return Response(generate_latest(registry or REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    app.add_api_route("/version", version, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/metrics", metrics, methods=["GET"], include_in_schema=False)
+    if extra is not None:
+        extra(app)
+    app.mount("/", api)
+    return app
+
+
+def _single_check(health: HealthChecks, kind: str, _handler: Any) -> Callable[[Request], Awaitable[Response]]:
+    async def one(request: Request) -> Response:
+        check_name = request.path_params["check"]
+        checks = health.live if kind != "readyz" else health.ready
+        check = checks.get(check_name)
+        if check is None:
+            return Response("404 page not found\n", status_code=404, media_type="text/plain")
+        ok = await check()
+        if ok:
+            return Response("ok", media_type="text/plain")
+        return Response(f"internal server error: {check_name} check failed\n", status_code=500,
+                        media_type="text/plain")
+    return one
+
+
+async def serve(app: FastAPI, health: HealthChecks, *, host: str, port: int,
+                ssl_options: dict[str, Any] | None = None, shutdown_delay: float = 1.0,
+                http_protocol: Any = "httptools",
+                before_exit: Hook | None = None, graceful_timeout: float = 10.0) -> None:
+    """Run until SIGTERM/SIGINT: readyz turns false, a short delay, then stop accepting,
+    let in-flight requests finish (bounded), end watches, exit (kube-apiserver's order)."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            loop="uvloop", http=http_protocol, timeout_graceful_shutdown=int(graceful_timeout),
+                            access_log=False, timeout_keep_alive=60, **(ssl_options or {}))
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+
+    def on_signal() -> None:
+        if stopping.is_set():
+            server.force_exit = True
+        stopping.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+
+    async def stopper() -> None:
+        await stopping.wait()
+        health.shutting_down = True
+        await asyncio.sleep(shutdown_delay)
+        if before_exit is not None:
+            await before_exit()
+        server.should_exit = True
+
+    task = asyncio.create_task(stopper())
+    try:
+        await server.serve()
+    finally:
+        task.cancel()

@@ -1,0 +1,120 @@
+"""Self-signed credentials for a chain that was given none (``MaybeDefaultWithSelfSignedCerts``).
+
+One CA signs: the gateway's serving certificate, the backends' serving certificate, the
+gateway's proxy client certificate (backends accept only it) and an admin client certificate
+in ``system:masters`` for the kubeconfig. Files are written once and reused on later starts.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALIDITY = datetime.timedelta(days=365)
+SERVING_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                 "kubernetes.default.svc.cluster.local")
+SERVING_IPS = ("127.0.0.1", "::1", "10.0.0.1")
+
+
+@dataclass(frozen=True)
+class CertPaths:
+    dir: Path
+
+    def file(self, name: str) -> str:
+        return str(self.dir / name)
+
+    @property
+    def ca(self) -> str:
+        return self.file("ca.crt")
+
+    @property
+    def ca_key(self) -> str:
+        return self.file("ca.key")
+
+    def pair(self, name: str) -> tuple[str, str]:
+        return self.file(f"{name}.crt"), self.file(f"{name}.key")
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write(path: str, data: bytes, private: bool = False) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    if private:
+        os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+    return x509.Name(attrs)
+
+
+def ensure_certificates(directory: str | Path) -> CertPaths:
+    """Create any missing credential in ``directory``; existing files are kept."""
+    paths = CertPaths(Path(directory))
+    paths.dir.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    if not (os.path.exists(paths.ca) and os.path.exists(paths.ca_key)):
+        ca_key = _key()
+        ca_name = _name("kubechain-ca")
+        ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+                   .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now).not_valid_after(now + 10 * _VALIDITY)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                                content_commitment=False, key_encipherment=False,
+                                                data_encipherment=False, key_agreement=False,
+                                                encipher_only=False, decipher_only=False), critical=True)
+                   .sign(ca_key, hashes.SHA256()))
+        _write(paths.ca_key, _pem_key(ca_key), private=True)
+        _write(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM))
+    ca_key_loaded = serialization.load_pem_private_key(Path(paths.ca_key).read_bytes(), None)
+    ca_cert_loaded = x509.load_pem_x509_certificate(Path(paths.ca).read_bytes())
+    assert isinstance(ca_key_loaded, ec.EllipticCurvePrivateKey)
+
+    def issue(name: str, subject: x509.Name, server: bool, client: bool) -> None:
+        crt, key_path = paths.pair(name)
+        if os.path.exists(crt) and os.path.exists(key_path):
+            return
+        key = _key()
+        usages = []
+        if server:
+            usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
+        if client:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_cert_loaded.subject)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now).not_valid_after(now + _VALIDITY)
+                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                   .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
+        if server:
+            sans: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVING_NAMES]
+            sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        cert = builder.sign(ca_key_loaded, hashes.SHA256())
+        _write(key_path, _pem_key(key), private=True)
+        _write(crt, cert.public_bytes(serialization.Encoding.PEM))
+
+    issue("apiserver", _name("kube-apiserver"), server=True, client=False)
+    issue("backend", _name("kubechain-backend"), server=True, client=False)
+    issue("front-proxy-client", _name("front-proxy-client"), server=False, client=True)
+    issue("admin", _name("kubernetes-admin", ("system:masters",)), server=False, client=True)
+    return paths

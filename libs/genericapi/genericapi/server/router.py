@@ -1,0 +1,175 @@
+"""Routing of Kubernetes API paths straight on ASGI (the hot path: no framework routing).
+
+Paths follow ``registerResourceHandlers``: ``/api/v1/...`` and ``/apis/<g>/<v>/...``, with
+``namespaces/<ns>/`` scoping, ``/watch/`` legacy prefixes and subresources. A group-version
+this server does not serve goes to the delegate (the next link of the chain) or 404s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from genericapi.apimachinery import errors as apierrors
+from genericapi.handlers import resource as rest
+from genericapi.handlers.responses import error_response, json_response
+from genericapi.registry.store import Store
+
+from .discovery import AGGREGATED_V2, AGGREGATED_V2BETA1, DiscoveryDocuments, aggregated_body, wants_aggregated
+
+log = logging.getLogger(__name__)
+
+Endpoint = Callable[[rest.Target, Request], Awaitable[Response]]
+
+_METHOD_NOT_ALLOWED = apierrors.APIError(
+    405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+
+
+class APIRouter:
+    """Dispatches API requests to the stores of the resources this server serves."""
+
+    def __init__(self, stores: list[Store], discovery: DiscoveryDocuments,
+                 delegate: ASGIApp | None = None, extra_routes: dict[str, Callable[[Request], Awaitable[Response]]]
+                 | None = None) -> None:
+        self.delegate = delegate
+        self.extra_routes = extra_routes or {}
+        self.set_stores(stores, discovery)
+
+    def set_stores(self, stores: list[Store], discovery: DiscoveryDocuments) -> None:
+        """Replace the served set in one assignment (requests see the old or the new, never half)."""
+        table: dict[tuple[str, str], dict[str, Store]] = {}
+        for store in stores:
+            info = store.info
+            table.setdefault((info.group, info.version), {})[info.plural] = store
+        self._table = table
+        self.discovery = discovery
+
+    def serves(self, group: str, version: str) -> bool:
+        return (group, version) in self._table
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if self.delegate is not None:
+                await self.delegate(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        try:
+            response = await self._dispatch(request, scope, receive, send)
+        except apierrors.APIError as err:
+            response = error_response(err)
+        except Exception as err:  # the last line of defence: never leak a traceback as HTML
+            log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
+            response = error_response(apierrors.internal_error(str(err) or type(err).__name__))
+        if response is not None:
+            await response(scope, receive, send)
+
+    async def _not_ours(self, scope: Scope, receive: Receive, send: Send) -> Response | None:
+        if self.delegate is not None:
+            await self.delegate(scope, receive, send)
+            return None
+        return error_response(apierrors.path_not_found())
+
+    async def _dispatch(self, request: Request, scope: Scope, receive: Receive, send: Send) -> Response | None:
+        path: str = scope["path"]
+        method: str = scope["method"]
+        extra = self.extra_routes.get(path.rstrip("/") or "/")
+        if extra is not None:
+            return await extra(request)
+        parts = [p for p in path.split("/") if p]
+        if not parts or parts[0] not in ("api", "apis"):
+            return await self._not_ours(scope, receive, send)
+        if parts[0] == "api":
+            group, rest_parts = "", parts[1:]
+        else:
+            if len(parts) == 1:
+                return self._discovery(request, "/apis", method)
+            group, rest_parts = parts[1], parts[2:]
+        if not rest_parts:
+            doc_path = "/api" if not group else f"/apis/{group}"
+            if doc_path in self.discovery.by_path:
+                return self._discovery(request, doc_path, method)
+            return await self._not_ours(scope, receive, send)
+        version, rest_parts = rest_parts[0], rest_parts[1:]
+        resources = self._table.get((group, version))
+        if resources is None:
+            return await self._not_ours(scope, receive, send)
+        if not rest_parts:
+            doc_path = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+            return self._discovery(request, doc_path, method)
+        return await self._resource(request, method, resources, rest_parts)
+
+    def _discovery(self, request: Request, doc_path: str, method: str) -> Response:
+        if method not in ("GET", "HEAD"):
+            raise _METHOD_NOT_ALLOWED
+        accept = request.headers.get("accept", "")
+        if doc_path in ("/api", "/apis"):
+            version = wants_aggregated(accept)
+            if version:
+                doc = self.discovery.aggregated_api if doc_path == "/api" else self.discovery.aggregated_apis
+                ctype = AGGREGATED_V2 if version == "v2" else AGGREGATED_V2BETA1
+                resp = json_response(aggregated_body(doc, version), content_type=ctype)
+                resp.headers["Vary"] = "Accept"
+                return resp
+        body = self.discovery.by_path.get(doc_path)
+        if body is None:
+            raise apierrors.path_not_found()
+        resp = json_response(body)
+        resp.headers["Vary"] = "Accept"
+        return resp
+
+    async def _resource(self, request: Request, method: str, resources: dict[str, Store],
+                        parts: list[str]) -> Response:
+        watch = False
+        if parts[0] == "watch":
+            watch, parts = True, parts[1:]
+            if not parts:
+                raise apierrors.path_not_found()
+        namespace = ""
+        if parts[0] == "namespaces" and len(parts) >= 3:
+            candidate = resources.get(parts[2])
+            if candidate is not None and candidate.info.namespaced:
+                namespace, parts = parts[1], parts[2:]
+        store = resources.get(parts[0])
+        if store is None or len(parts) > 3:
+            raise apierrors.path_not_found()
+        name = parts[1] if len(parts) > 1 else ""
+        sub = parts[2] if len(parts) > 2 else ""
+        if sub and sub not in store.info.subresources:
+            raise apierrors.path_not_found()
+        if store.info.namespaced and name and not namespace:
+            # /api/v1/pods/<name>: namespaced objects are only addressed within a namespace.
+            raise apierrors.path_not_found()
+        target = rest.Target(store, namespace, name, sub, watch)
+        handler = _pick(method, bool(name), bool(sub), watch)
+        if handler is None or not _allowed(store, handler):
+            raise _METHOD_NOT_ALLOWED
+        return await handler(target, request)
+
+
+def _pick(method: str, item: bool, sub: bool, watch: bool) -> Endpoint | None:
+    if watch:
+        return rest.list_or_watch if method == "GET" and not sub else None
+    if not item:
+        return {"GET": rest.list_or_watch, "POST": rest.create,
+                "DELETE": rest.delete_collection}.get(method)
+    if sub:
+        return {"GET": rest.get, "PUT": rest.update, "PATCH": rest.patch}.get(method)
+    return {"GET": rest.get, "PUT": rest.update, "PATCH": rest.patch, "DELETE": rest.delete}.get(method)
+
+
+_VERB_OF: dict[Any, str] = {
+    rest.get: "get", rest.list_or_watch: "list", rest.create: "create", rest.update: "update",
+    rest.patch: "patch", rest.delete: "delete", rest.delete_collection: "deletecollection",
+}
+
+
+def _allowed(store: Store, handler: Endpoint) -> bool:
+    return store.info.supports(_VERB_OF[handler])
+
+
+__all__ = ["APIRouter", "MutableMapping"]

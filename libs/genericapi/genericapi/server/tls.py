@@ -1,0 +1,41 @@
+"""Client certificates in the ASGI scope: uvicorn does not expose them, so its HTTP protocol is
+extended to record the verified peer certificate of each TLS connection in
+``scope["extensions"]["tls"]`` (the ASGI TLS extension's place for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+
+class ClientCertProtocol(HttpToolsProtocol):
+    _peer: dict[str, Any] | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        self._peer = ssl_object.getpeercert() if ssl_object is not None else None
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._peer:
+            self.scope["extensions"] = {"tls": {"peercert": self._peer}}  # type: ignore[typeddict-unknown-key]
+
+
+def peer_identity(scope: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """(common name, organizations) of the verified client certificate, if any."""
+    peer = ((scope.get("extensions") or {}).get("tls") or {}).get("peercert")
+    if not peer:
+        return None
+    cn = ""
+    orgs: list[str] = []
+    for rdn in peer.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                cn = value
+            elif key == "organizationName":
+                orgs.append(value)
+    return cn, orgs

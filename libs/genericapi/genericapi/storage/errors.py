@@ -1,0 +1,55 @@
+"""Storage errors: what can go wrong with keys and revisions, in storage's own words.
+
+The registry translates these into API errors (``genericapi.apimachinery.errors``) in one
+place; nothing here knows about HTTP status codes or ``metav1.Status``.
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base of every storage failure."""
+
+
+class KeyExistsError(StorageError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key exists: {key}")
+        self.key = key
+
+
+class KeyNotFoundError(StorageError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key not found: {key}")
+        self.key = key
+
+
+class RevisionConflictError(StorageError):
+    """The key's mod revision is not the one the caller expected."""
+
+    def __init__(self, key: str, expected: int, actual: int) -> None:
+        super().__init__(f"revision conflict on {key}: expected {expected}, actual {actual}")
+        self.key = key
+        self.expected = expected
+        self.actual = actual
+
+
+class TooOldRevisionError(StorageError):
+    """A revision that was compacted, or is older than a watch cache window."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+
+
+class FutureRevisionError(StorageError):
+    """A revision newer than anything the store has seen within the wait budget."""
+
+    def __init__(self, requested: int, current: int) -> None:
+        super().__init__(f"Too large resource version: {requested}, current: {current}")
+        self.requested = requested
+        self.current = current
+
+
+class UnavailableError(StorageError):
+    """etcd cannot be reached or answered with an error."""

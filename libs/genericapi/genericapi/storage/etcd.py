@@ -1,0 +1,264 @@
+"""The one module that talks to etcd (through ``aetcd``); everything else sees bytes and revisions.
+
+It uses aetcd for the connection and its generated etcd v3 stubs, and issues the KV and Watch
+RPCs itself: kube-apiserver's storage needs ranges at a revision with limits, transactions
+comparing ``mod_revision`` and watches with progress notifications, which aetcd's convenience
+methods do not expose. gRPC and aetcd errors are wrapped once, here, into storage errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import aetcd
+import grpc
+from aetcd import rpc
+
+from .errors import KeyExistsError, KeyNotFoundError, RevisionConflictError, TooOldRevisionError
+from .errors import UnavailableError as StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: bytes
+    value: bytes
+    create_revision: int
+    mod_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One etcd change: ``PUT`` or ``DELETE``, with the value before it when known."""
+
+    kind: str
+    key: bytes
+    value: bytes
+    prev_value: bytes | None
+    mod_revision: int
+    create_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchBatch:
+    """Everything one watch response carried: events of one or more revisions, or progress."""
+
+    events: tuple[WatchEvent, ...]
+    revision: int
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The exclusive end of the key range that starts with ``prefix``."""
+    end = bytearray(prefix)
+    for i in range(len(end) - 1, -1, -1):
+        if end[i] < 0xFF:
+            end[i] += 1
+            return bytes(end[: i + 1])
+    return b"\0"
+
+
+def _kv(kv: rpc.KeyValue) -> KeyValue:
+    return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision)
+
+
+class EtcdClient:
+    """Async etcd v3 KV and Watch with kube-apiserver's transaction shapes."""
+
+    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+        if not endpoints:
+            raise ValueError("at least one etcd endpoint is required")
+        self._endpoints = list(endpoints)
+        self._timeout = timeout
+        self._index = 0
+        self._client: aetcd.Client | None = None
+        self._lock = asyncio.Lock()
+
+    # -- connection -------------------------------------------------------------------
+    async def _connect(self) -> aetcd.Client:
+        if self._client is not None:
+            return self._client
+        async with self._lock:
+            if self._client is not None:
+                return self._client
+            url = urlparse(self._endpoints[self._index % len(self._endpoints)])
+            client = aetcd.Client(host=url.hostname or "127.0.0.1", port=url.port or 2379,
+                                  timeout=int(self._timeout))
+            await client.connect()
+            self._client = client
+            return client
+
+    async def _reset(self) -> None:
+        """Drop the channel and move to the next endpoint after a transport failure."""
+        client, self._client = self._client, None
+        self._index += 1
+        if client is not None:
+            try:
+                await client.close()
+            except Exception:  # closing a broken channel may itself fail
+                log.debug("error closing etcd channel", exc_info=True)
+
+    async def _kv(self) -> rpc.KVStub:
+        client = await self._connect()
+        return client.kvstub
+
+    async def _call(self, method: str, request: object) -> object:
+        last: Exception | None = None
+        for _ in range(max(2, len(self._endpoints) + 1)):
+            try:
+                stub = await self._kv()
+                return await getattr(stub, method)(request, timeout=self._timeout)
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.OUT_OF_RANGE or "compacted" in (err.details() or ""):
+                    raise TooOldRevisionError(getattr(request, "revision", 0), 0) from err
+                last = err
+                if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                                  grpc.StatusCode.CANCELLED):
+                    await self._reset()
+                    continue
+                raise StorageUnavailable(f"etcd {method}: {err.details()}") from err
+            except (aetcd.exceptions.ClientError, OSError, asyncio.TimeoutError) as err:
+                last = err
+                await self._reset()
+        raise StorageUnavailable(f"etcd unavailable: {last}")
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    # -- reads ------------------------------------------------------------------------
+    async def get(self, key: bytes, revision: int = 0) -> tuple[KeyValue | None, int]:
+        """The key's value (or None) and the store revision it was read at."""
+        resp = await self._call("Range", rpc.RangeRequest(key=key, revision=revision))
+        kvs = resp.kvs  # type: ignore[attr-defined]
+        header_rev = resp.header.revision  # type: ignore[attr-defined]
+        return (_kv(kvs[0]) if kvs else None), header_rev
+
+    async def range(self, start: bytes, end: bytes, *, revision: int = 0, limit: int = 0
+                    ) -> tuple[list[KeyValue], int, bool]:
+        """Keys in ``[start, end)`` at ``revision`` (0: newest): values, header revision, more."""
+        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
+                                                          limit=limit))
+        return ([_kv(kv) for kv in resp.kvs],  # type: ignore[attr-defined]
+                resp.header.revision,  # type: ignore[attr-defined]
+                bool(resp.more))  # type: ignore[attr-defined]
+
+    async def count(self, start: bytes, end: bytes, revision: int = 0) -> int:
+        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
+                                                          count_only=True))
+        return int(resp.count)  # type: ignore[attr-defined]
+
+    async def current_revision(self) -> int:
+        resp = await self._call("Range", rpc.RangeRequest(key=b"\0", limit=1, keys_only=True))
+        return int(resp.header.revision)  # type: ignore[attr-defined]
+
+    # -- writes -----------------------------------------------------------------------
+    async def create(self, key: bytes, value: bytes) -> int:
+        """Write a key that must not exist; the new revision."""
+        txn = rpc.TxnRequest(
+            compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL,
+                                 create_revision=0)],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value))],
+        )
+        resp = await self._call("Txn", txn)
+        if not resp.succeeded:  # type: ignore[attr-defined]
+            raise KeyExistsError(key.decode())
+        return int(resp.header.revision)  # type: ignore[attr-defined]
+
+    async def update(self, key: bytes, value: bytes, expected_revision: int) -> int:
+        """Replace a key whose mod revision is ``expected_revision``; the new revision."""
+        txn = rpc.TxnRequest(
+            compare=[rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL,
+                                 mod_revision=expected_revision)],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
+        )
+        resp = await self._call("Txn", txn)
+        if not resp.succeeded:  # type: ignore[attr-defined]
+            self._raise_mismatch(key, expected_revision, resp)
+        return int(resp.header.revision)  # type: ignore[attr-defined]
+
+    async def delete(self, key: bytes, expected_revision: int) -> int:
+        """Delete a key whose mod revision is ``expected_revision``; the deletion revision."""
+        txn = rpc.TxnRequest(
+            compare=[rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL,
+                                 mod_revision=expected_revision)],
+            success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
+        )
+        resp = await self._call("Txn", txn)
+        if not resp.succeeded:  # type: ignore[attr-defined]
+            self._raise_mismatch(key, expected_revision, resp)
+        return int(resp.header.revision)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _raise_mismatch(key: bytes, expected: int, resp: object) -> None:
+        responses = resp.responses  # type: ignore[attr-defined]
+        kvs = responses[0].response_range.kvs if responses else []
+        if not kvs:
+            raise KeyNotFoundError(key.decode())
+        raise RevisionConflictError(key.decode(), expected, int(kvs[0].mod_revision))
+
+    async def put(self, key: bytes, value: bytes) -> int:
+        """Unconditional write (bootstrap data, benchmarks); the new revision."""
+        resp = await self._call("Put", rpc.PutRequest(key=key, value=value))
+        return int(resp.header.revision)  # type: ignore[attr-defined]
+
+    async def delete_prefix(self, prefix: bytes) -> int:
+        resp = await self._call("DeleteRange", rpc.DeleteRangeRequest(key=prefix, range_end=prefix_end(prefix)))
+        return int(resp.header.revision)  # type: ignore[attr-defined]
+
+    async def compact(self, revision: int) -> None:
+        await self._call("Compact", rpc.CompactionRequest(revision=revision, physical=True))
+
+    # -- watch ------------------------------------------------------------------------
+    async def watch(self, prefix: bytes, start_revision: int) -> AsyncIterator[WatchBatch]:
+        """Changes under ``prefix`` from ``start_revision`` on, with progress notifications.
+
+        Raises TooOldRevisionError when ``start_revision`` was compacted, StorageUnavailable
+        when the stream breaks (the caller restarts from its last revision).
+        """
+        client = await self._connect()
+        stub = rpc.WatchStub(client.channel)
+        create = rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
+            key=prefix, range_end=prefix_end(prefix), start_revision=start_revision,
+            progress_notify=True, prev_kv=True))
+        stop = asyncio.Event()
+
+        async def requests() -> AsyncIterator[rpc.WatchRequest]:
+            yield create
+            await stop.wait()
+
+        call = stub.Watch(requests())
+        try:
+            async for resp in call:
+                if resp.compact_revision:
+                    raise TooOldRevisionError(start_revision, resp.compact_revision)
+                if resp.canceled:
+                    raise StorageUnavailable(f"etcd watch canceled: {resp.cancel_reason}")
+                if resp.created and not resp.events:
+                    continue
+                events = tuple(
+                    WatchEvent(
+                        "DELETE" if ev.type == rpc.Event.DELETE else "PUT",
+                        ev.kv.key,
+                        ev.kv.value,
+                        ev.prev_kv.value if ev.HasField("prev_kv") else None,
+                        ev.kv.mod_revision,
+                        ev.kv.create_revision if ev.type != rpc.Event.DELETE
+                        else (ev.prev_kv.create_revision if ev.HasField("prev_kv") else 0),
+                    )
+                    for ev in resp.events
+                )
+                yield WatchBatch(events, resp.header.revision)
+        except grpc.aio.AioRpcError as err:
+            await self._reset()
+            raise StorageUnavailable(f"etcd watch: {err.details()}") from err
+        finally:
+            stop.set()
+            call.cancel()

@@ -1,0 +1,5 @@
+"""``python -m aggregator``."""
+
+from .server import main
+
+main()

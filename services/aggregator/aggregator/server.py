@@ -1,0 +1,177 @@
+"""The aggregator: the gateway every client talks to (``createAggregatorServer``, first in the chain).
+
+It terminates TLS, authenticates the client, and forwards requests over pooled connections to
+the delegation chain with the user in ``X-Remote-*`` headers (client-sent ones stripped).
+Health, ``/version`` and ``/metrics`` are answered here; APIService objects, discovery merging
+and the gRPC control channel grow here in later issues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import ssl
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from genericapi.apimachinery import errors as apierrors
+from genericapi.server.apiserver import client_ssl_context
+from genericapi.server.app import build_app, serve
+from genericapi.server.certs import ensure_certificates
+from genericapi.server.health import HealthChecks
+from genericapi.server.proxy import ReverseProxy
+from genericapi.server.tls import ClientCertProtocol
+
+from .auth import Authenticator, load_token_file
+from .routing import RoutingTable
+
+log = logging.getLogger(__name__)
+
+#: Paths anyone may read without credentials, as kube-apiserver's system:public-info-viewer.
+PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
+
+
+@dataclass
+class GatewayConfig:
+    bind_address: str = "0.0.0.0"
+    secure_port: int = 6443
+    cert_dir: str = ".kubechain/pki"
+    members: list[list[str]] = field(default_factory=list)
+    token_auth_file: str = ""
+    discovery_refresh: float = 10.0
+
+
+class Gateway:
+    """The ASGI app behind the FastAPI shell: auth, then the proxy."""
+
+    def __init__(self, config: GatewayConfig, authenticator: Authenticator, backend_ssl: ssl.SSLContext | None):
+        self.config = config
+        self.authenticator = authenticator
+        self.table = RoutingTable(tuple(tuple(m) for m in config.members))
+        self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers)
+        self._refresh_task: asyncio.Task[None] | None = None
+
+    def _pick(self, scope: Scope) -> list[str]:
+        return self.table.upstreams(scope["path"])
+
+    def _user_headers(self, scope: Scope) -> list[tuple[str, str]]:
+        user = scope.get("kubechain.user")
+        return user.headers() if user is not None else []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        user = self.authenticator.authenticate(scope)
+        if user is None:
+            body = apierrors.unauthorized().body()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope["kubechain.user"] = user
+        await self.proxy(scope, receive, send)
+
+    # -- learning which member serves what ------------------------------------------------
+    async def refresh_routes(self) -> None:
+        session = self.proxy.session()
+        by_gv: dict[tuple[str, str], int] = {}
+        for index, replicas in enumerate(self.config.members):
+            for base in replicas:
+                try:
+                    gvs = await _served_group_versions(session, base)
+                except (aiohttp.ClientError, TimeoutError, ValueError, OSError):
+                    continue
+                for gv in gvs:
+                    by_gv.setdefault(gv, index)
+                break
+        self.table = RoutingTable(self.table.members, by_gv)
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            try:
+                await self.refresh_routes()
+            except Exception:
+                log.exception("refreshing routes failed")
+            await asyncio.sleep(self.config.discovery_refresh)
+
+    async def start(self) -> None:
+        await self.refresh_routes()
+        self._refresh_task = asyncio.create_task(self._refresh_loop())
+
+    async def stop(self) -> None:
+        if self._refresh_task is not None:
+            self._refresh_task.cancel()
+        await self.proxy.close()
+
+    async def members_ready(self) -> bool:
+        session = self.proxy.session()
+        for replicas in self.config.members:
+            ok = False
+            for base in replicas:
+                try:
+                    async with session.get(base + "/readyz", timeout=aiohttp.ClientTimeout(total=2)) as r:
+                        ok = r.status == 200
+                except (aiohttp.ClientError, TimeoutError, OSError):
+                    ok = False
+                if ok:
+                    break
+            if not ok:
+                return False
+        return True
+
+
+async def _served_group_versions(session: aiohttp.ClientSession, base: str) -> list[tuple[str, str]]:
+    """Group-versions a member serves itself (not what it delegates), from its discovery."""
+    timeout = aiohttp.ClientTimeout(total=3)
+    out: list[tuple[str, str]] = []
+    async with session.get(base + "/api", timeout=timeout) as r:
+        if r.status == 200:
+            doc: dict[str, Any] = orjson.loads(await r.read())
+            out.extend(("", v) for v in doc.get("versions") or [])
+    async with session.get(base + "/apis", timeout=timeout) as r:
+        if r.status == 200:
+            doc = orjson.loads(await r.read())
+            for g in doc.get("groups") or []:
+                out.extend((g["name"], v["version"]) for v in g.get("versions") or [])
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="kubechain-aggregator", description=__doc__)
+    parser.add_argument("--bind-address", default="0.0.0.0")
+    parser.add_argument("--secure-port", type=int, default=6443)
+    parser.add_argument("--cert-dir", default=".kubechain/pki",
+                        help="where credentials are read, or generated on first start when missing")
+    parser.add_argument("--member", action="append", default=[],
+                        help="a chain member, in order (core-api first); comma-separate replicas")
+    parser.add_argument("--token-auth-file", default="")
+    parser.add_argument("--discovery-refresh", type=float, default=10.0)
+    parser.add_argument("--shutdown-delay", type=float, default=1.0)
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s aggregator %(levelname)s %(name)s: %(message)s")
+    config = GatewayConfig(args.bind_address, args.secure_port, args.cert_dir,
+                           [[u.strip().rstrip("/") for u in m.split(",") if u.strip()] for m in args.member],
+                           args.token_auth_file, args.discovery_refresh)
+    asyncio.run(run(config, args.shutdown_delay))
+
+
+async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
+    paths = ensure_certificates(config.cert_dir)
+    any_tls = any(u.startswith("https") for m in config.members for u in m)
+    backend_ssl = client_ssl_context(paths.ca, *paths.pair("front-proxy-client")) if any_tls else None
+    gateway = Gateway(config, Authenticator(load_token_file(config.token_auth_file)), backend_ssl)
+    health = HealthChecks()
+    health.add("backends", gateway.members_ready, liveness=False)
+    app = build_app("aggregator", gateway, health, on_start=gateway.start, on_stop=gateway.stop)
+    cert, key = paths.pair("apiserver")
+    ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
+                   "ssl_cert_reqs": ssl.CERT_OPTIONAL}
+    await serve(app, health, host=config.bind_address, port=config.secure_port, ssl_options=ssl_options,
+                shutdown_delay=shutdown_delay, http_protocol=ClientCertProtocol)

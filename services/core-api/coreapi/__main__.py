@@ -1,0 +1,5 @@
+"""``python -m coreapi``."""
+
+from .server import main
+
+main()

@@ -1,0 +1,94 @@
+"""The core (legacy, ``/api/v1``) resources core-api serves, as Kubernetes 1.33 describes them.
+
+Only object-shaped resources with a stored schema are listed. Create-only or connect-style
+endpoints (``bindings``, ``pods/eviction``, ``pods/log``, ``pods/exec``, ``nodes/proxy``,
+``serviceaccounts/token``, ``namespaces/finalize``, ...) are not in this table.
+"""
+
+from __future__ import annotations
+
+from genericapi.apimachinery.resources import ResourceInfo
+
+from coreapi.catalog_build import NAMESPACE_VERBS, builtin
+
+_ALL = ("all",)
+_STATUS = ("status",)
+_SCALE_STATUS = ("scale", "status")
+
+CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
+    builtin("", "v1", "ConfigMap", "configmaps", namespaced=True, short_names=("cm",)),
+    builtin("", "v1", "Endpoints", "endpoints", namespaced=True, short_names=("ep",)),
+    builtin("", "v1", "Event", "events", namespaced=True, short_names=("ev",)),
+    builtin("", "v1", "LimitRange", "limitranges", namespaced=True, short_names=("limits",)),
+    builtin(
+        "",
+        "v1",
+        "Namespace",
+        "namespaces",
+        namespaced=False,
+        short_names=("ns",),
+        verbs=NAMESPACE_VERBS,
+        subresources=_STATUS,
+    ),
+    builtin("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=_STATUS),
+    builtin(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        namespaced=True,
+        short_names=("pvc",),
+        subresources=_STATUS,
+    ),
+    builtin(
+        "",
+        "v1",
+        "PersistentVolume",
+        "persistentvolumes",
+        namespaced=False,
+        short_names=("pv",),
+        subresources=_STATUS,
+    ),
+    builtin(
+        "",
+        "v1",
+        "Pod",
+        "pods",
+        namespaced=True,
+        short_names=("po",),
+        categories=_ALL,
+        subresources=_STATUS,
+    ),
+    builtin("", "v1", "PodTemplate", "podtemplates", namespaced=True),
+    builtin(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        namespaced=True,
+        short_names=("rc",),
+        categories=_ALL,
+        subresources=_SCALE_STATUS,
+    ),
+    builtin(
+        "",
+        "v1",
+        "ResourceQuota",
+        "resourcequotas",
+        namespaced=True,
+        short_names=("quota",),
+        subresources=_STATUS,
+    ),
+    builtin("", "v1", "Secret", "secrets", namespaced=True),
+    builtin("", "v1", "ServiceAccount", "serviceaccounts", namespaced=True, short_names=("sa",)),
+    builtin(
+        "",
+        "v1",
+        "Service",
+        "services",
+        namespaced=True,
+        short_names=("svc",),
+        categories=_ALL,
+        subresources=_STATUS,
+    ),
+)

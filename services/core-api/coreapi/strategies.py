@@ -1,0 +1,69 @@
+"""Strategies of the built-in kinds: which generic behaviours each kind turns on.
+
+Defaulting and deeper semantic validation per kind come with the next issue; each kind
+already has its own place here to grow into.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genericapi.apimachinery import validation
+from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.apimachinery.schemas import SchemaCatalog
+from genericapi.registry.strategy import Strategy
+
+#: Kinds whose spec changes bump metadata.generation (their strategies do so in kube-apiserver).
+GENERATION_KINDS = frozenset({
+    ("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
+    ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob"),
+    ("policy", "PodDisruptionBudget"), ("networking.k8s.io", "NetworkPolicy"),
+    ("networking.k8s.io", "Ingress"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+})
+
+#: Kinds whose DELETE answers with the object rather than a success Status.
+RETURNS_DELETED_OBJECT = frozenset({("", "Pod"), ("", "Service"), ("", "Namespace")})
+
+
+class BuiltinStrategy(Strategy):
+    """Schema validation plus object-meta rules for a built-in kind."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        errs = self.validate_meta(obj)
+        if self.schemas is not None:
+            info = self.info
+            errs.extend(validation.validate_object(obj, self.schemas, info.group, info.version,
+                                                   info.kind).errors)
+        return errs
+
+
+class NamespaceStrategy(BuiltinStrategy):
+    """Namespaces: DNS-1123 label names, the well-known name label, phase Active."""
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {"phase": "Active"}
+
+    def default(self, obj: dict[str, Any]) -> None:
+        meta = obj.setdefault("metadata", {})
+        name = meta.get("name")
+        if name:
+            labels = meta.get("labels")
+            if not isinstance(labels, dict):
+                labels = meta["labels"] = {}
+            labels["kubernetes.io/metadata.name"] = name
+
+
+def strategy_for(info: ResourceInfo, schemas: SchemaCatalog) -> Strategy:
+    cls: type[BuiltinStrategy] = NamespaceStrategy if (info.group, info.kind) == ("", "Namespace") \
+        else BuiltinStrategy
+    strategy = cls(info, schemas)
+    strategy.tracks_generation = (info.group, info.kind) in GENERATION_KINDS
+    strategy.returns_deleted_object = (info.group, info.kind) in RETURNS_DELETED_OBJECT
+    return strategy

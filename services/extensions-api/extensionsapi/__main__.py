@@ -1,0 +1,5 @@
+"""``python -m extensionsapi``."""
+
+from .server import main
+
+main()
