@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-
 from genericapi.server.certs import CertPaths, ensure_certificates
 
 
@@ -47,6 +46,7 @@ class Chain:
     etcd_endpoints: str = ""
     etcd_prefix: str = "/registry"
     bookmark_interval: float = 60.0
+    watch_cache_size: int = 10_000
     log_dir: Path | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     backend_ports: dict[str, int] = field(default_factory=dict)
@@ -66,7 +66,7 @@ class Chain:
     def _spawn(self, name: str, argv: list[str]) -> None:
         log_dir = self.log_dir or self.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        out = open(log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child process
+        out = open(log_dir / f"{name}.log", "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                                 start_new_session=True)
@@ -94,7 +94,8 @@ class Chain:
         common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
                   "--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", paths.ca,
                   "--proxy-client-cert-file", proxy_crt, "--proxy-client-key-file", proxy_key,
-                  "--watch-bookmark-interval", str(self.bookmark_interval), "--shutdown-delay", "0.2"]
+                  "--watch-bookmark-interval", str(self.bookmark_interval),
+                  "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", "0.2"]
         py = sys.executable
         self._spawn("extensions-api", [py, "-m", "extensionsapi", "--port", str(ext), *common])
         self._spawn("core-api", [py, "-m", "coreapi", "--port", str(core), "--advertise-port", str(self.port),

@@ -7,7 +7,8 @@ generated module calls it first. protoc writes imports relative to ``proto/``
 (``from gnostic import openapi_v2_pb2``); those are rewritten to absolute
 ``genericapi.generated...`` imports so the package works wherever it is installed.
 
-Run ``python -m genericapi.protogen`` to generate ahead of time.
+Run ``python -m genericapi.protogen`` to generate ahead of time (it also writes the Kubernetes
+protobuf descriptor set, see ``genericapi.apimachinery.k8sproto_descriptors``).
 """
 
 from __future__ import annotations
@@ -161,6 +162,15 @@ def ensure_generated(
 def main() -> int:
     ensure_generated()
     print(f"generated {GENERATED_DIR} from {proto_dir()}")
+    # Kubernetes' protobuf descriptors for decoding protobuf request bodies (read from a local
+    # Kubernetes binary; optional: without one, protobuf bodies are answered with 415).
+    from genericapi.apimachinery import k8sproto_descriptors
+
+    descriptors = k8sproto_descriptors.ensure_descriptor_set()
+    if descriptors is None:
+        print("no Kubernetes binary found: protobuf request bodies will not be supported")
+    else:
+        print(f"wrote {descriptors}")
     return 0
 
 

@@ -6,6 +6,7 @@ backends as ``X-Remote-User`` / ``X-Remote-Group`` / ``X-Remote-Extra-*``.
 from __future__ import annotations
 
 import csv
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +47,7 @@ class Authenticator:
     def __init__(self, tokens: dict[str, UserInfo]) -> None:
         self.tokens = tokens
 
-    def authenticate(self, scope: dict[str, Any]) -> UserInfo | None:
+    def authenticate(self, scope: MutableMapping[str, Any]) -> UserInfo | None:
         identity = peer_identity(scope)
         if identity is not None and identity[0]:
             cn, orgs = identity

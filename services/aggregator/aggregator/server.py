@@ -17,8 +17,6 @@ from typing import Any
 
 import aiohttp
 import orjson
-from starlette.types import Receive, Scope, Send
-
 from genericapi.apimachinery import errors as apierrors
 from genericapi.server.apiserver import client_ssl_context
 from genericapi.server.app import build_app, serve
@@ -26,6 +24,7 @@ from genericapi.server.certs import ensure_certificates
 from genericapi.server.health import HealthChecks
 from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
+from starlette.types import Receive, Scope, Send
 
 from .auth import Authenticator, load_token_file
 from .routing import RoutingTable

@@ -33,12 +33,12 @@ class NamespaceLifecycle:
         phase = (ns.get("status") or {}).get("phase")
         if meta.get("deletionTimestamp") or phase == "Terminating":
             info = store.info
-            raise apierrors.APIError(
-                403, "Forbidden",
-                f'{info.plural}{"." + info.group if info.group else ""} "{(obj.get("metadata") or {}).get("name", "")}" '
-                f"is forbidden: unable to create new content in namespace {namespace} because it is "
-                "being terminated",
-                {"name": (obj.get("metadata") or {}).get("name", ""), "group": info.group, "kind": info.plural,
-                 "causes": [{"reason": "NamespaceTerminating",
-                             "message": f"namespace {namespace} is being terminated",
-                             "field": "metadata.namespace"}]})
+            name = (obj.get("metadata") or {}).get("name", "")
+            denied = apierrors.forbidden_error(
+                info.group, info.plural, name,
+                f"unable to create new content in namespace {namespace} because it is being terminated")
+            assert denied.details is not None
+            denied.details["causes"] = [{"reason": "NamespaceTerminating",
+                                      "message": f"namespace {namespace} is being terminated",
+                                      "field": "metadata.namespace"}]
+            raise denied

@@ -198,8 +198,8 @@ def method_not_supported(group: str, resource: str, verb: str) -> APIError:
 
 def unsupported_media_type(content_type: str) -> APIError:
     return APIError(415, "UnsupportedMediaType",
-                    f'the body of the request was in an unknown format - accepted media types include: '
-                    f'application/json, application/yaml, application/vnd.kubernetes.protobuf'
+                    'the body of the request was in an unknown format - accepted media types include: '
+                    'application/json, application/yaml, application/vnd.kubernetes.protobuf'
                     if not content_type else
                     f"the body of the request was in an unknown format - accepted media types include: "
                     f"application/json, application/yaml (got {content_type})")

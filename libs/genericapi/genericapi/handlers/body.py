@@ -6,7 +6,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from genericapi.apimachinery import decoding
+from genericapi.apimachinery import decoding, k8sproto
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.resources import ResourceInfo
 
@@ -14,6 +14,7 @@ from genericapi.apimachinery.resources import ResourceInfo
 MAX_BODY_BYTES = 3 * 1024 * 1024
 
 _OBJECT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "text/yaml", "")
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 async def read_bytes(request: Request) -> bytes:
@@ -39,14 +40,19 @@ async def read_object(request: Request, info: ResourceInfo | None, detect_duplic
                       ) -> tuple[dict[str, Any], list[str]]:
     """The body as an object of the endpoint's kind, and duplicate-field messages."""
     ctype = media_type(request)
-    if ctype not in _OBJECT_TYPES:
-        raise apierrors.unsupported_media_type(ctype)
-    raw = await read_bytes(request)
-    if not raw.strip():
-        raise apierrors.bad_request("Object 'Kind' is missing in ''")
-    obj, duplicates = decoding.decode_body(raw, ctype or "application/json",
-                                           detect_duplicates=detect_duplicates,
-                                           kind=kind or (info.kind if info else ""))
+    if ctype == PROTOBUF:
+        # Typed Go clients (kubectl 1.32+ included) send built-in kinds as protobuf.
+        duplicates: list[str] = []
+        obj = k8sproto.decode_protobuf_body(await read_bytes(request))
+    else:
+        if ctype not in _OBJECT_TYPES:
+            raise apierrors.unsupported_media_type(ctype)
+        raw = await read_bytes(request)
+        if not raw.strip():
+            raise apierrors.bad_request("Object 'Kind' is missing in ''")
+        obj, duplicates = decoding.decode_body(raw, ctype or "application/json",
+                                               detect_duplicates=detect_duplicates,
+                                               kind=kind or (info.kind if info else ""))
     want_kind = kind or (info.kind if info else "")
     want_version = api_version or (info.api_version if info else "")
     check_type(obj, want_kind, want_version)

@@ -64,7 +64,10 @@ def list_options(info: ResourceInfo, params: Mapping[str, str], name: str = "") 
             raise apierrors.bad_request(str(err)) from None
         if not selector.empty:
             filtered = True
-            predicates.append(lambda o, s=selector: s.matches((o.get("metadata") or {}).get("labels")))
+            def by_labels(o: dict[str, Any], sel: labels.LabelSelector = selector) -> bool:
+                return sel.matches((o.get("metadata") or {}).get("labels"))
+
+            predicates.append(by_labels)
     field_text = params.get("fieldSelector", "")
     if name:
         field_text = f"metadata.name={name}" + ("," + field_text if field_text else "")
@@ -77,8 +80,10 @@ def list_options(info: ResourceInfo, params: Mapping[str, str], name: str = "") 
             fsel = fields.convert_field_selector(info.group, info.version, info.plural, parsed)
             filtered = True
             group, plural, namespaced = info.group, info.plural, info.namespaced
-            predicates.append(lambda o, f=fsel: f.matches(
-                fields.field_values(group, plural, o, namespaced=namespaced)))
+            def by_fields(o: dict[str, Any], sel: fields.FieldSelector = fsel) -> bool:
+                return sel.matches(fields.field_values(group, plural, o, namespaced=namespaced))
+
+            predicates.append(by_fields)
     predicate: Predicate | None = None
     if len(predicates) == 1:
         predicate = predicates[0]

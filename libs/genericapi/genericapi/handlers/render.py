@@ -52,10 +52,9 @@ def render_list(store: Store, result: ListResult, out: Output, pretty: bool,
                 "items": [partial(o) for o, _ in result.items]}
         return object_response(body, pretty=pretty)
     if pretty or out.yaml:
-        body = {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
-                "items": [o for o, _ in result.items]}
-        return object_response(body, pretty=pretty, as_yaml=out.yaml)
+        doc = {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
+               "items": [o for o, _ in result.items]}
+        return object_response(doc, pretty=pretty, as_yaml=out.yaml)
     # The hot path: items are already JSON; splice them without decoding.
     head = dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    body = head[:-1] + b',"items":[' + b",".join(raw for _, raw in result.items) + b"]}"
-    return json_response(body)
+    return json_response(head[:-1] + b',"items":[' + b",".join(raw for _, raw in result.items) + b"]}")

@@ -6,8 +6,6 @@ response; errors are raised as ``APIError`` and encoded by the router in one pla
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,16 +14,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery import k8sproto
+from genericapi.apimachinery.decoding import decode_body
 from genericapi.registry.fieldvalidation import check_fields
 from genericapi.registry.options import ListResult
 from genericapi.registry.store import Store
 
 from . import params as qp
-from .body import read_object
+from .body import PROTOBUF, check_type, media_type, read_bytes, read_object
 from .negotiation import Output, negotiate
 from .patch import apply_patch
 from .render import render_list, render_object
-from .responses import dumps, object_response
+from .responses import format_warning, object_response
+from .scale import to_scale, update_scale
 from .watch import watch_response
 
 
@@ -48,7 +49,6 @@ async def get(t: Target, request: Request) -> Response:
     out = negotiate(request.headers.get("accept", ""))
     obj = await t.store.get(t.namespace, t.name, request.query_params.get("resourceVersion", ""))
     if t.subresource == "scale":
-        from .scale import to_scale
         return object_response(to_scale(t.store, obj), pretty=_pretty(request))
     return render_object(t.store, obj, out, _pretty(request))
 
@@ -82,7 +82,6 @@ async def update(t: Target, request: Request) -> Response:
     dry = qp.dry_run(params)
     out = negotiate(request.headers.get("accept", ""))
     if t.subresource == "scale":
-        from .scale import update_scale
         obj, duplicates = await read_object(request, None, validation != "Ignore",
                                             kind="Scale", api_version="autoscaling/v1")
         scale = await update_scale(t.store, t.namespace, t.name, lambda _old: obj, dry)
@@ -100,7 +99,6 @@ async def patch(t: Target, request: Request) -> Response:
     validation = qp.field_validation(params)
     dry = qp.dry_run(params)
     out = negotiate(request.headers.get("accept", ""))
-    from .body import media_type, read_bytes
     ctype = media_type(request)
     raw = await read_bytes(request)
     if ctype == "application/apply-patch+yaml":
@@ -112,7 +110,6 @@ async def patch(t: Target, request: Request) -> Response:
     warnings: list[str] = []
 
     if t.subresource == "scale":
-        from .scale import update_scale
 
         def scale_patch(old_scale: dict[str, Any]) -> dict[str, Any]:
             return apply_patch(ctype, raw, old_scale, None)
@@ -125,11 +122,11 @@ async def patch(t: Target, request: Request) -> Response:
         new = apply_patch(ctype, raw, old, t.store.strategy)
         if not isinstance(new, dict):
             raise apierrors.bad_request("the patch must produce an object")
-        meta = new.get("metadata") if isinstance(new.get("metadata"), dict) else {}
+        raw_meta = new.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         if meta.get("name", t.name) != t.name:
             raise apierrors.bad_request(
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL ({t.name})")
-        from .body import check_type
         check_type(new, t.store.info.kind, t.store.info.api_version)
         warnings.extend(check_fields(t.store.strategy, new, validation, []))
         return new
@@ -168,14 +165,14 @@ async def delete_collection(t: Target, request: Request) -> Response:
 
 
 async def _delete_body(request: Request) -> dict[str, Any] | None:
-    from .body import read_bytes
     raw = await read_bytes(request)
     if not raw.strip():
         return None
+    if media_type(request) == PROTOBUF:
+        return k8sproto.decode_protobuf_body(raw, default_gvk=("meta.k8s.io", "v1", "DeleteOptions"))
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        from genericapi.apimachinery.decoding import decode_body
         body, _ = decode_body(raw, "application/yaml", detect_duplicates=False)
     if not isinstance(body, dict):
         raise apierrors.bad_request("DeleteOptions must be an object")
@@ -183,12 +180,6 @@ async def _delete_body(request: Request) -> dict[str, Any] | None:
 
 
 def _add_warnings(resp: Response, warnings: list[str]) -> None:
-    from .responses import format_warning
     for w in warnings:
         resp.headers.append("Warning", format_warning(w))
 
-
-Handler = Callable[[Target, Request], Any]
-
-__all__ = ["Target", "copy", "create", "delete", "delete_collection", "dumps", "get", "list_or_watch",
-           "patch", "update"]

@@ -48,14 +48,14 @@ class Store:
     """Storage and semantics of one resource (all namespaces)."""
 
     def __init__(self, info: ResourceInfo, strategy: Strategy, client: EtcdClient, key_prefix: str,
-                 admission: list[AdmissionHook] | None = None) -> None:
+                 admission: list[AdmissionHook] | None = None, watch_cache_size: int = 10_000) -> None:
         self.info = info
         self.strategy = strategy
         self.client = client
         self.key_prefix = key_prefix.rstrip("/")
         self.codec = JsonCodec()
-        self.cache = WatchCache(client, (self.key_prefix + "/").encode(), self.codec)
-        self.admission: list[AdmissionHook] = admission or []
+        self.cache = WatchCache(client, (self.key_prefix + "/").encode(), self.codec, window=watch_cache_size)
+        self.admission: list[AdmissionHook] = admission if admission is not None else []
         #: Whether a garbage collector honours orphan/foreground deletion finalizers.
         self.gc_enabled = False
 
@@ -101,11 +101,6 @@ class Store:
             return copy.deepcopy(cached.obj)
         obj, _ = await self._read(namespace, name)
         return obj
-
-    async def get_raw(self, namespace: str, name: str) -> tuple[dict[str, Any], bytes]:
-        """The object and its JSON as stored (consistent read), for handlers that only encode."""
-        obj, kv = await self._read(namespace, name)
-        return obj, orjson.dumps(obj)
 
     def _scoped(self, namespace: str, predicate: Predicate | None) -> Predicate | None:
         if not (self.info.namespaced and namespace):

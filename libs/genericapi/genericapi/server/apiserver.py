@@ -52,6 +52,7 @@ class ServerConfig:
     proxy_client_key_file: str = ""
     bookmark_interval: float = 60.0
     shutdown_delay: float = 1.0
+    watch_cache_size: int = 10_000
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
@@ -69,6 +70,8 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
     parser.add_argument("--proxy-client-cert-file", default="")
     parser.add_argument("--proxy-client-key-file", default="")
     parser.add_argument("--watch-bookmark-interval", type=float, default=60.0)
+    parser.add_argument("--watch-cache-size", type=int, default=10_000,
+                        help="events each resource's watch cache keeps for resuming watches")
     parser.add_argument("--shutdown-delay", type=float, default=1.0)
     parser.add_argument("--log-level", default="INFO")
 
@@ -88,6 +91,7 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         proxy_client_key_file=args.proxy_client_key_file,
         bookmark_interval=args.watch_bookmark_interval,
         shutdown_delay=args.shutdown_delay,
+        watch_cache_size=args.watch_cache_size,
     )
 
 
@@ -142,7 +146,7 @@ class GenericAPIServer:
 
     def install(self, info: ResourceInfo, strategy: Strategy, key_prefix: str) -> Store:
         store = Store(info, strategy, self.etcd, f"{self.config.etcd_prefix.rstrip('/')}/{key_prefix}",
-                      self.admission)
+                      self.admission, watch_cache_size=self.config.watch_cache_size)
         self.stores.append(store)
         self.by_resource[(info.group, info.plural)] = store
         return store

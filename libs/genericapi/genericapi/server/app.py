@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -80,6 +80,14 @@ def _single_check(health: HealthChecks, kind: str, _handler: Any) -> Callable[[R
     return one
 
 
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: ``serve`` orders the shutdown itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def serve(app: FastAPI, health: HealthChecks, *, host: str, port: int,
                 ssl_options: dict[str, Any] | None = None, shutdown_delay: float = 1.0,
                 http_protocol: Any = "httptools",
@@ -89,8 +97,7 @@ async def serve(app: FastAPI, health: HealthChecks, *, host: str, port: int,
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             loop="uvloop", http=http_protocol, timeout_graceful_shutdown=int(graceful_timeout),
                             access_log=False, timeout_keep_alive=60, **(ssl_options or {}))
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server = _Server(config)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
 

@@ -23,6 +23,7 @@ PROTO_TYPE = openapi.OPENAPI_V2_PROTOBUF_CONTENT_TYPE
 
 @dataclass
 class _Encoded:
+    v2_doc: dict[str, Any] = field(default_factory=dict)
     v2_json: bytes = b""
     v2_etag: str = ""
     v2_proto: bytes | None = None
@@ -58,7 +59,7 @@ class OpenAPIService:
             enc.v3[key] = data
             enc.v3_hash[key] = openapi.openapi_etag(data)
         enc.v3_index = openapi.serialize_openapi(openapi.build_openapi_v3_index(list(enc.v3), enc.v3_hash))
-        enc._v2_doc = v2  # type: ignore[attr-defined]
+        enc.v2_doc = v2
         return enc
 
     async def encoded(self) -> _Encoded:
@@ -75,9 +76,10 @@ class OpenAPIService:
         enc = await self.encoded()
         accept = request.headers.get("accept", "")
         if any(sub in accept for sub in openapi.OPENAPI_V2_PROTOBUF_SUBTYPES):
-            if enc.v2_proto is None:
-                enc.v2_proto = await asyncio.to_thread(openapi_v2_to_protobuf, enc._v2_doc)  # type: ignore[attr-defined]
-            return _cached(request, enc.v2_proto, PROTO_TYPE, enc.v2_etag)
+            proto = enc.v2_proto
+            if proto is None:
+                proto = enc.v2_proto = await asyncio.to_thread(openapi_v2_to_protobuf, enc.v2_doc)
+            return _cached(request, proto, PROTO_TYPE, enc.v2_etag)
         return _cached(request, enc.v2_json, "application/json", enc.v2_etag)
 
     async def v3_index(self, request: Request) -> Response:

@@ -90,7 +90,7 @@ class ReverseProxy:
                 resp = await self.session().request(
                     scope["method"], base + target, headers=headers,
                     data=body if body else None, allow_redirects=False)
-            except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as err:
+            except (TimeoutError, aiohttp.ClientConnectionError, OSError) as err:
                 last_err = err
                 continue
             await self._relay(resp, receive, send)

@@ -20,7 +20,13 @@ from genericapi.handlers import resource as rest
 from genericapi.handlers.responses import error_response, json_response
 from genericapi.registry.store import Store
 
-from .discovery import AGGREGATED_V2, AGGREGATED_V2BETA1, DiscoveryDocuments, aggregated_body, wants_aggregated
+from .discovery import (
+    AGGREGATED_V2,
+    AGGREGATED_V2BETA1,
+    DiscoveryDocuments,
+    aggregated_body,
+    wants_aggregated,
+)
 
 log = logging.getLogger(__name__)
 

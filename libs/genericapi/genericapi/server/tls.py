@@ -6,6 +6,7 @@ extended to record the verified peer certificate of each TLS connection in
 from __future__ import annotations
 
 import asyncio
+from collections.abc import MutableMapping
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -25,7 +26,7 @@ class ClientCertProtocol(HttpToolsProtocol):
             self.scope["extensions"] = {"tls": {"peercert": self._peer}}  # type: ignore[typeddict-unknown-key]
 
 
-def peer_identity(scope: dict[str, Any]) -> tuple[str, list[str]] | None:
+def peer_identity(scope: MutableMapping[str, Any]) -> tuple[str, list[str]] | None:
     """(common name, organizations) of the verified client certificate, if any."""
     peer = ((scope.get("extensions") or {}).get("tls") or {}).get("peercert")
     if not peer:

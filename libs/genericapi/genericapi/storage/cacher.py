@@ -118,13 +118,13 @@ class CacheWatcher:
             self.closed = True
             self.queue.put_nowait(WatchClosed(error))
 
-    async def next_item(self, timeout: float | None) -> WatchItem | None:
-        """The next item, or None when ``timeout`` passes without one."""
+    async def next_item(self, wait: float | None) -> WatchItem | None:
+        """The next item, or None when ``wait`` seconds pass without one."""
         try:
-            if timeout is None:
+            if wait is None:
                 item = await self.queue.get()
             else:
-                item = await asyncio.wait_for(self.queue.get(), timeout)
+                item = await asyncio.wait_for(self.queue.get(), wait)
         except TimeoutError:
             return None
         if isinstance(item, CacheEvent):
@@ -159,6 +159,7 @@ class WatchCache:
         self._watchers: set[CacheWatcher] = set()
         self._ready = asyncio.Event()
         self._progress = asyncio.Condition()
+        self._progress_requests: asyncio.Queue[None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -167,7 +168,9 @@ class WatchCache:
 
     async def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"watchcache:{self._prefix.decode()}")
+            # A restarted cache resumes its etcd watch from the last revision it saw.
+            self._task = asyncio.create_task(self._run(resume=self._ready.is_set()),
+                                             name=f"watchcache:{self._prefix.decode()}")
         await self._ready.wait()
 
     async def stop(self) -> None:
@@ -199,9 +202,9 @@ class WatchCache:
         self.revision = revision
         self._window_start = revision
 
-    async def _run(self) -> None:
+    async def _run(self, resume: bool = False) -> None:
         backoff = 0.05
-        need_list = True
+        need_list = not resume
         while True:
             try:
                 if need_list:
@@ -209,7 +212,8 @@ class WatchCache:
                     need_list = False
                     self._ready.set()
                     await self._notify_progress()
-                async for batch in self._client.watch(self._prefix, self.revision + 1):
+                async for batch in self._client.watch(self._prefix, self.revision + 1,
+                                                      self._progress_requests):
                     await self._apply(batch)
                     backoff = 0.05
             except asyncio.CancelledError:
@@ -259,9 +263,15 @@ class WatchCache:
             self._progress.notify_all()
 
     async def wait_for_revision(self, revision: int) -> None:
-        """Wait (bounded) until the cache has seen ``revision``; else FutureRevisionError."""
+        """Wait (bounded) until the cache has seen ``revision``; else FutureRevisionError.
+
+        Other resources' writes move etcd's revision too, so the cache asks its etcd watch for
+        a progress notification rather than waiting for an event of its own.
+        """
         if revision <= self.revision:
             return
+        if self._progress_requests.empty():
+            self._progress_requests.put_nowait(None)
         try:
             async with asyncio.timeout(self._future_wait):
                 async with self._progress:

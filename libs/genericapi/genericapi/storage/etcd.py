@@ -121,7 +121,7 @@ class EtcdClient:
                     await self._reset()
                     continue
                 raise StorageUnavailable(f"etcd {method}: {err.details()}") from err
-            except (aetcd.exceptions.ClientError, OSError, asyncio.TimeoutError) as err:
+            except (TimeoutError, aetcd.exceptions.ClientError, OSError) as err:
                 last = err
                 await self._reset()
         raise StorageUnavailable(f"etcd unavailable: {last}")
@@ -217,9 +217,13 @@ class EtcdClient:
         await self._call("Compact", rpc.CompactionRequest(revision=revision, physical=True))
 
     # -- watch ------------------------------------------------------------------------
-    async def watch(self, prefix: bytes, start_revision: int) -> AsyncIterator[WatchBatch]:
+    async def watch(self, prefix: bytes, start_revision: int,
+                    progress: asyncio.Queue[None] | None = None) -> AsyncIterator[WatchBatch]:
         """Changes under ``prefix`` from ``start_revision`` on, with progress notifications.
 
+        Each item put on ``progress`` asks etcd for a progress notification: an empty batch
+        carrying the store's current revision once the watch has caught up with it (what
+        kube-apiserver uses to serve consistent reads from its watch cache).
         Raises TooOldRevisionError when ``start_revision`` was compacted, StorageUnavailable
         when the stream breaks (the caller restarts from its last revision).
         """
@@ -232,7 +236,12 @@ class EtcdClient:
 
         async def requests() -> AsyncIterator[rpc.WatchRequest]:
             yield create
-            await stop.wait()
+            if progress is None:
+                await stop.wait()
+                return
+            while not stop.is_set():
+                await progress.get()
+                yield rpc.WatchRequest(progress_request=rpc.WatchProgressRequest())
 
         call = stub.Watch(requests())
         try:

@@ -1,0 +1,247 @@
+"""The HTTP API through the gateway: Status bodies, status codes and wording for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.procs import ChainHandle
+
+pytestmark = pytest.mark.integration
+
+STATUS_KEYS = ["kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code"]
+
+
+def cm(name: str) -> dict:  # type: ignore[type-arg]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}}
+
+
+def test_not_found_status_is_byte_exact(chain: ChainHandle) -> None:
+    status, headers, body = chain.request("GET", "/api/v1/namespaces/default/configmaps/missing")
+    assert status == 404
+    assert body == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                    b'"message":"configmaps \\"missing\\" not found","reason":"NotFound",'
+                    b'"details":{"name":"missing","kind":"configmaps"},"code":404}\n')
+    assert headers["content-type"].startswith("application/json")
+
+
+def test_group_resource_not_found_names_the_group(chain: ChainHandle) -> None:
+    status, body = chain.json("GET", "/apis/apps/v1/namespaces/default/deployments/nope")
+    assert status == 404 and body["message"] == 'deployments.apps "nope" not found'
+    assert body["details"] == {"name": "nope", "group": "apps", "kind": "deployments"}
+
+
+def test_unauthenticated_requests_get_401_but_health_is_public(chain: ChainHandle) -> None:
+    status, _h, body = chain.request("GET", "/api/v1/namespaces", auth=False)
+    assert status == 401 and json.loads(body)["reason"] == "Unauthorized"
+    assert chain.request("GET", "/healthz", auth=False)[0] == 200
+    status, _h, body = chain.request("GET", "/version", auth=False)
+    assert status == 200 and json.loads(body)["gitVersion"].startswith("v1.33.")
+
+
+def test_readyz_verbose_lists_checks(chain: ChainHandle) -> None:
+    status, _h, body = chain.request("GET", "/readyz?verbose", auth=False)
+    assert status == 200 and b"[+]ping ok" in body and body.endswith(b"readyz check passed\n")
+
+
+def test_create_conflict_update_and_delete_status(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    status, created = chain.json("POST", base, cm("http-a"))
+    assert status == 201
+    status, body = chain.json("POST", base, cm("http-a"))
+    assert status == 409 and body["reason"] == "AlreadyExists"
+    assert body["message"] == 'configmaps "http-a" already exists'
+    stale = dict(created, data={"a": "c"})
+    status, _ = chain.json("PUT", f"{base}/http-a", stale)
+    assert status == 200
+    status, body = chain.json("PUT", f"{base}/http-a", stale)  # same (now stale) resourceVersion
+    assert status == 409 and body["reason"] == "Conflict"
+    assert body["message"] == ('Operation cannot be fulfilled on configmaps "http-a": the object has been '
+                               "modified; please apply your changes to the latest version and try again")
+    status, body = chain.json("DELETE", f"{base}/http-a")
+    assert status == 200 and body["status"] == "Success" and body["details"]["name"] == "http-a"
+
+
+def test_invalid_object_lists_causes(chain: ChainHandle) -> None:
+    obj = cm("UPPER")
+    obj["metadata"]["labels"] = {"bad key!": "x"}
+    status, body = chain.json("POST", "/api/v1/namespaces/default/configmaps", obj)
+    assert status == 422 and body["reason"] == "Invalid"
+    fields = [c["field"] for c in body["details"]["causes"]]
+    assert "metadata.name" in fields and "metadata.labels" in fields
+    assert body["message"].startswith('ConfigMap "UPPER" is invalid: [')
+
+
+def test_malformed_bodies(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    status, _h, body = chain.request("POST", base, raw=b"{not json")
+    assert status == 400 and json.loads(body)["reason"] == "BadRequest"
+    status, _h, body = chain.request("POST", base, raw=b"key: [unclosed", headers={"Content-Type": "application/yaml"})
+    assert status == 400
+    status, _h, body = chain.request("POST", base, raw=b"<xml/>", headers={"Content-Type": "application/xml"})
+    assert status == 415 and json.loads(body)["reason"] == "UnsupportedMediaType"
+    status, _h, body = chain.request("POST", base, raw=b"[1,2]")
+    assert status == 400
+    too_big = json.dumps({**cm("huge"), "data": {"x": "a" * (3 * 1024 * 1024 + 10)}}).encode()
+    status, _h, body = chain.request("POST", base, raw=too_big)
+    assert status == 413 and json.loads(body)["reason"] == "RequestEntityTooLarge"
+    assert chain.json("GET", f"{base}/huge")[0] == 404  # nothing bad was stored
+
+
+def test_wrong_kind_or_version_in_body(chain: ChainHandle) -> None:
+    status, body = chain.json("POST", "/api/v1/namespaces/default/configmaps",
+                              {"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    assert status == 400 and "does not match the expected API version" in body["message"]
+
+
+def test_method_not_allowed_and_unknown_paths(chain: ChainHandle) -> None:
+    status, body = chain.json("POST", "/api/v1/namespaces/default/configmaps/x", cm("x"))
+    assert status == 405 and body["reason"] == "MethodNotAllowed"
+    status, body = chain.json("GET", "/apis/nosuch.example.com/v1/things")
+    assert status == 404 and body["reason"] == "NotFound"
+    status, body = chain.json("GET", "/api/v1/nosuchresource")
+    assert status == 404
+
+
+def test_field_validation_modes(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    obj = dict(cm("fv-warn"), bogus=1)
+    status, headers, body = chain.request("POST", base + "?fieldValidation=Warn", obj)
+    assert status == 201 and 'unknown field \\"bogus\\"' in headers.get("warning", "")
+    assert "bogus" not in json.loads(body)  # unknown fields are pruned, never stored
+    status, body = chain.json("POST", base + "?fieldValidation=Strict", dict(cm("fv-strict"), bogus=1))
+    assert status == 400 and 'strict decoding error: unknown field "bogus"' in body["message"]
+    dup = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv-dup","name":"fv-dup"}}'
+    status, _h, body = chain.request("POST", base + "?fieldValidation=Strict", raw=dup)
+    assert status == 400 and b'duplicate field \\"metadata.name\\"' in body
+    status, _ = chain.json("POST", base + "?fieldValidation=Ignore", dict(cm("fv-ignore"), bogus=1))
+    assert status == 201
+    status, body = chain.json("POST", base + "?fieldValidation=Loud", cm("fv-bad"))
+    assert status == 400
+
+
+def test_dry_run_and_generate_name(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    status, body = chain.json("POST", base + "?dryRun=All", cm("dry-http"))
+    assert status == 201 and body["metadata"]["uid"]
+    assert chain.json("GET", f"{base}/dry-http")[0] == 404
+    status, body = chain.json("POST", base + "?dryRun=Maybe", cm("dry-bad"))
+    assert status == 400
+    gen = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
+    status, body = chain.json("POST", base, gen)
+    assert status == 201 and body["metadata"]["name"].startswith("gen-") and len(body["metadata"]["name"]) == 9
+
+
+def test_generation_bumps_on_spec_only(chain: ChainHandle) -> None:
+    base = "/apis/apps/v1/namespaces/default/deployments"
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "gen-dep"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}},
+                    "template": {"metadata": {"labels": {"a": "b"}},
+                                 "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    status, body = chain.json("POST", base, dep)
+    assert status == 201 and body["metadata"]["generation"] == 1
+    patch = {"metadata": {"labels": {"x": "y"}}}
+    status, _h, data = chain.request("PATCH", f"{base}/gen-dep", patch,
+                                     headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 200 and json.loads(data)["metadata"]["generation"] == 1
+    status, _h, data = chain.request("PATCH", f"{base}/gen-dep", {"spec": {"replicas": 3}},
+                                     headers={"Content-Type": "application/merge-patch+json"})
+    assert json.loads(data)["metadata"]["generation"] == 2
+    status, _h, data = chain.request("PATCH", f"{base}/gen-dep/status", {"status": {"replicas": 3}},
+                                     headers={"Content-Type": "application/merge-patch+json"})
+    body = json.loads(data)
+    assert status == 200 and body["status"]["replicas"] == 3 and body["metadata"]["generation"] == 2
+    status, _h, data = chain.request("PATCH", f"{base}/gen-dep", {"status": {"replicas": 9}},
+                                     headers={"Content-Type": "application/merge-patch+json"})
+    assert json.loads(data)["status"]["replicas"] == 3  # status is only written through /status
+
+
+def test_scale_subresource(chain: ChainHandle) -> None:
+    base = "/apis/apps/v1/namespaces/default/deployments"
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "scaled"},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                    "template": {"metadata": {"labels": {"a": "b"}},
+                                 "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    assert chain.json("POST", base, dep)[0] == 201
+    status, scale = chain.json("GET", f"{base}/scaled/scale")
+    assert status == 200 and scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"]["replicas"] == 1 and scale["status"]["selector"] == "a=b"
+    scale["spec"]["replicas"] = 4
+    status, scale = chain.json("PUT", f"{base}/scaled/scale", scale)
+    assert status == 200 and scale["spec"]["replicas"] == 4
+    status, _ = chain.json("PUT", f"{base}/scaled/scale", dict(scale, spec={"replicas": -1}))
+    assert status == 422
+    assert chain.json("GET", f"{base}/scaled")[1]["spec"]["replicas"] == 4
+
+
+def test_server_side_apply_is_refused_clearly(chain: ChainHandle) -> None:
+    status, _h, body = chain.request("PATCH", "/api/v1/namespaces/default/configmaps/ssa?fieldManager=t",
+                                     raw=b"apiVersion: v1\nkind: ConfigMap\n",
+                                     headers={"Content-Type": "application/apply-patch+yaml"})
+    assert status == 415 and b"server-side apply is not supported yet" in body
+
+
+def test_watch_from_expired_version_gets_410_event(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    status, created = chain.json("POST", base, cm("expiring"))
+    old = created["metadata"]["resourceVersion"]
+    for i in range(210):  # more events than the test chain's watch cache keeps (200)
+        chain.json("PUT", f"{base}/expiring", dict(cm("expiring"), data={"n": str(i)}))
+    status, _h, body = chain.request("GET", f"{base}?watch=1&resourceVersion={old}")
+    assert status == 200
+    event = json.loads(body.splitlines()[0])
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+    assert event["object"]["reason"] == "Expired"
+
+
+def test_table_and_partial_metadata(chain: ChainHandle) -> None:
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    status, _h, body = chain.request("GET", "/api/v1/namespaces?includeObject=None", headers={"Accept": accept})
+    table = json.loads(body)
+    assert status == 200 and table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]][:2] == ["Name", "Status"]
+    partial = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+    status, _h, body = chain.request("GET", "/api/v1/namespaces", headers={"Accept": partial})
+    doc = json.loads(body)
+    assert doc["kind"] == "PartialObjectMetadataList" and "spec" not in doc["items"][0]
+
+
+def test_selectors_on_list(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    for name, tier in (("sel-a", "web"), ("sel-b", "db")):
+        obj = cm(name)
+        obj["metadata"]["labels"] = {"tier": tier}
+        chain.json("POST", base, obj)
+    status, body = chain.json("GET", base + "?labelSelector=tier%20in%20(web)")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["sel-a"]
+    status, body = chain.json("GET", base + "?fieldSelector=metadata.name%3Dsel-b")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["sel-b"]
+    status, body = chain.json("GET", base + "?labelSelector=tier%20in%20(")
+    assert status == 400
+    status, body = chain.json("GET", base + "?fieldSelector=spec.nope%3D1")
+    assert status == 400
+
+
+def test_discovery_documents(chain: ChainHandle) -> None:
+    status, apis = chain.json("GET", "/apis")
+    names = [g["name"] for g in apis["groups"]]
+    assert status == 200 and names.index("apps") < names.index("batch")
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    status, headers, body = chain.request("GET", "/apis", headers={"Accept": accept})
+    assert headers["content-type"] == accept
+    agg = json.loads(body)
+    assert agg["kind"] == "APIGroupDiscoveryList" and agg["items"][0]["versions"][0]["freshness"] == "Current"
+    status, core = chain.json("GET", "/api/v1")
+    pods = next(r for r in core["resources"] if r["name"] == "pods")
+    assert pods["shortNames"] == ["po"] and pods["categories"] == ["all"]
+
+
+def test_openapi_v3_has_patch_metadata(chain: ChainHandle) -> None:
+    status, index = chain.json("GET", "/openapi/v3")
+    url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    status, headers, body = chain.request("GET", url)
+    assert status == 200 and "immutable" in headers.get("cache-control", "")
+    doc = json.loads(body)
+    patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert "application/strategic-merge-patch+json" in patch["requestBody"]["content"]
+    assert any(p.get("name") == "fieldValidation" for p in patch.get("parameters", []))

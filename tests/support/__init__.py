@@ -1,0 +1,1 @@
+"""Helpers the integration tests share: real etcd, the real chain, real kubectl."""
