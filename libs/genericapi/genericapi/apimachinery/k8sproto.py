@@ -38,7 +38,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
 from genericapi.apimachinery import errors, k8sproto_descriptors
-from genericapi.apimachinery.k8sproto_convert import MessageConverter, required_fields_from_schemas
+from genericapi.apimachinery.k8sproto_convert import MessageConverter, SchemaHints, schema_hints_from_catalog
 
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
@@ -81,11 +81,11 @@ class ProtoRegistry:
     """Message classes and converters built from one descriptor set (cached per message type)."""
 
     def __init__(self, descriptor_set: descriptor_pb2.FileDescriptorSet,
-                 required: dict[str, frozenset[str]] | None = None) -> None:
+                 hints: SchemaHints | None = None) -> None:
         self._pool = descriptor_pool.DescriptorPool()
         for proto in descriptor_set.file:
             self._pool.Add(proto)
-        self._converter = MessageConverter(descriptor_set, required, self._decode_nested_body)
+        self._converter = MessageConverter(descriptor_set, hints, self._decode_nested_body)
         self._classes: dict[str, type[Message]] = {}
         self._kinds: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
@@ -179,7 +179,7 @@ _attempted = False
 
 def load_registry(path: Path) -> ProtoRegistry:
     """A registry for the descriptor set at ``path`` with omitempty hints from the 1.33 schemas."""
-    return ProtoRegistry(k8sproto_descriptors.load_descriptor_set(path), required_fields_from_schemas())
+    return ProtoRegistry(k8sproto_descriptors.load_descriptor_set(path), schema_hints_from_catalog())
 
 
 def registry() -> ProtoRegistry | None:

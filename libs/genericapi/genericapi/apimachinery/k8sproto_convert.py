@@ -9,8 +9,11 @@ per-request work is a walk over the fields actually present.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
+import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -30,6 +33,7 @@ INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITIES = frozenset({"k8s.io.apimachinery.pkg.api.resource.Quantity",
                         "k8s.io.apimachinery.pkg.api.resource.QuantityValue"})
 _GOGO_NULLABLE = 65001
+_GOGO_CUSTOMNAME = 65004
 _PROTOBUF_MAGIC = b"k8s\x00"
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -51,9 +55,11 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def gogo_value_field(options: bytes) -> bool:
-    """Whether serialized FieldOptions carry ``gogoproto.nullable = false`` (a Go value field)."""
+def gogo_options(options: bytes) -> tuple[bool, str]:
+    """(``gogoproto.nullable = false``, ``gogoproto.customname``) of serialized FieldOptions."""
     pos = 0
+    value_field = False
+    custom_name = ""
     try:
         while pos < len(options):
             tag, pos = _varint(options, pos)
@@ -61,52 +67,91 @@ def gogo_value_field(options: bytes) -> bool:
             if wire == 0:
                 value, pos = _varint(options, pos)
                 if number == _GOGO_NULLABLE:
-                    return value == 0
+                    value_field = value == 0
             elif wire == 2:
                 length, pos = _varint(options, pos)
+                if pos + length > len(options):
+                    break
+                if number == _GOGO_CUSTOMNAME:
+                    custom_name = options[pos:pos + length].decode("utf-8", "replace")
                 pos += length
             elif wire == 1:
                 pos += 8
             elif wire == 5:
                 pos += 4
             else:
-                return False
+                break
     except IndexError:
-        return False
-    return False
+        pass
+    return value_field, custom_name
 
 
-def value_fields(descriptor_set: descriptor_pb2.FileDescriptorSet) -> frozenset[tuple[str, str]]:
-    """(message full name, field name) of every Go value (non-pointer) field in the set."""
-    found: set[tuple[str, str]] = set()
+def gogo_value_field(options: bytes) -> bool:
+    """Whether serialized FieldOptions carry ``gogoproto.nullable = false`` (a Go value field)."""
+    return gogo_options(options)[0]
+
+
+@dataclass(frozen=True)
+class GoFieldFacts:
+    """What the descriptors say about the Go structs behind the messages."""
+
+    #: (message full name, field name) of Go value (non-pointer) fields
+    value_fields: frozenset[tuple[str, str]]
+    #: (message full name, field name) of value struct fields named like their type: maybe embedded
+    embedded_candidates: frozenset[tuple[str, str]]
+
+
+def go_field_facts(descriptor_set: descriptor_pb2.FileDescriptorSet) -> GoFieldFacts:
+    values: set[tuple[str, str]] = set()
+    embedded: set[tuple[str, str]] = set()
 
     def walk(prefix: str, messages: Iterable[descriptor_pb2.DescriptorProto]) -> None:
         for message in messages:
             full_name = f"{prefix}.{message.name}"
             for field in message.field:
-                if field.HasField("options") and gogo_value_field(field.options.SerializeToString()):
-                    found.add((full_name, field.name))
+                if not field.HasField("options"):
+                    continue
+                is_value, custom_name = gogo_options(field.options.SerializeToString())
+                if not is_value:
+                    continue
+                values.add((full_name, field.name))
+                if (field.type == field.TYPE_MESSAGE and field.label != field.LABEL_REPEATED
+                        and custom_name == field.type_name.rpartition(".")[2]):
+                    embedded.add((full_name, field.name))
             walk(full_name, message.nested_type)
 
     for proto in descriptor_set.file:
         walk(proto.package, proto.message_type)
-    return frozenset(found)
+    return GoFieldFacts(frozenset(values), frozenset(embedded))
 
 
-def required_fields_from_schemas() -> dict[str, frozenset[str]]:
-    """Proto message full name -> JSON fields Go writes even when zero (OpenAPI ``required``)."""
+@dataclass(frozen=True)
+class SchemaHints:
+    """Per proto message full name: OpenAPI ``required`` fields and known property names."""
+
+    required: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    properties: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+
+
+def schema_hints_from_catalog() -> SchemaHints:
+    """Hints from the built-in 1.33 schemas (empty when they cannot be loaded)."""
     from genericapi.apimachinery.schemas import SchemaCatalog
 
     try:
         definitions = SchemaCatalog.load().definitions
     except (OSError, RuntimeError, ValueError):
-        return {}
-    out: dict[str, frozenset[str]] = {}
+        return SchemaHints()
+    required: dict[str, frozenset[str]] = {}
+    properties: dict[str, frozenset[str]] = {}
     for name, definition in definitions.items():
-        required = definition.get("required")
-        if required and name.startswith("io.k8s."):
-            out["k8s.io." + name[len("io.k8s."):]] = frozenset(required)
-    return out
+        if not name.startswith("io.k8s."):
+            continue
+        proto_name = "k8s.io." + name[len("io.k8s."):]
+        if definition.get("required"):
+            required[proto_name] = frozenset(definition["required"])
+        if isinstance(definition.get("properties"), dict):
+            properties[proto_name] = frozenset(definition["properties"])
+    return SchemaHints(required, properties)
 
 
 # --- special types ------------------------------------------------------------------------------
@@ -206,12 +251,14 @@ def _is_zero(value: Any) -> bool:
 class _MessagePlan:
     """How to write one message type: converters per present field, defaults for absent ones."""
 
-    __slots__ = ("absent_defaults", "converters", "empty", "field_order", "reorder")
+    __slots__ = ("absent_defaults", "converters", "empty", "field_order", "inline", "reorder")
 
     def __init__(self) -> None:
         self.converters: dict[str, Convert] = {}
         self.absent_defaults: list[tuple[str, Convert]] = []
         self.field_order: tuple[str, ...] = ()
+        #: Go embedded structs: their fields are written into the parent object
+        self.inline: frozenset[str] = frozenset()
         self.reorder = False
         self.empty: Callable[[], Message] | None = None
 
@@ -220,14 +267,43 @@ class MessageConverter:
     """Converts messages of one descriptor set to JSON dicts (plans cached per message type)."""
 
     def __init__(self, descriptor_set: descriptor_pb2.FileDescriptorSet,
-                 required: dict[str, frozenset[str]] | None, nested: NestedDecoder) -> None:
-        self._value_fields = value_fields(descriptor_set)
-        self._required = required or {}
+                 hints: SchemaHints | None, nested: NestedDecoder) -> None:
+        facts = go_field_facts(descriptor_set)
+        self._value_fields = facts.value_fields
+        self._hints = hints or SchemaHints()
+        self._embedded = self._embedded_fields(facts.embedded_candidates)
         self._nested = nested
         self._plans: dict[str, _MessagePlan] = {}
+        #: plans whose whole graph is built; others may be half-built by another thread
+        self._ready: dict[str, _MessagePlan] = {}
+        self._build_lock = threading.RLock()
+
+    def _embedded_fields(self, candidates: frozenset[tuple[str, str]]) -> frozenset[tuple[str, str]]:
+        """Go embedded (JSON inline) fields: named like their type and absent from the schema.
+
+        Messages without a schema (old versions) borrow the answer from a message of the same
+        name that has one (``extensions/v1beta1 IngressRule`` from ``networking/v1``).
+        """
+        properties = self._hints.properties
+        inline: set[tuple[str, str]] = set()
+        inline_short: set[tuple[str, str]] = set()
+        for message, name in candidates:
+            known = properties.get(message)
+            if known is not None and name not in known:
+                inline.add((message, name))
+                inline_short.add((message.rpartition(".")[2], name))
+        for message, name in candidates:
+            if message not in properties and (message.rpartition(".")[2], name) in inline_short:
+                inline.add((message, name))
+        return frozenset(inline)
 
     def convert(self, message: Message) -> dict[str, Any]:
-        plan = self._plan(message.DESCRIPTOR, type(message))
+        descriptor = message.DESCRIPTOR
+        plan = self._ready.get(descriptor.full_name)
+        if plan is None:
+            with self._build_lock:
+                plan = self._plan(descriptor)
+                self._ready[descriptor.full_name] = plan
         return self._apply(plan, message)
 
     def _apply(self, plan: _MessagePlan, message: Any) -> dict[str, Any]:
@@ -241,28 +317,54 @@ class MessageConverter:
             if name not in out:
                 out[name] = make_default(None)
         if plan.reorder and len(out) > 1:
-            out = {name: out[name] for name in plan.field_order if name in out}
+            inline = plan.inline
+            ordered: dict[str, Any] = {}
+            for name in plan.field_order:
+                if name in out:
+                    if name in inline:
+                        ordered.update(out[name])
+                    else:
+                        ordered[name] = out[name]
+            return ordered
+        if plan.inline and out:
+            return self._flatten(plan, out)
         return out
 
-    def _plan(self, descriptor: Descriptor, cls: type[Message] | None = None) -> _MessagePlan:
+    @staticmethod
+    def _flatten(plan: _MessagePlan, out: dict[str, Any]) -> dict[str, Any]:
+        flat: dict[str, Any] = {}
+        for name, value in out.items():
+            if name in plan.inline:
+                flat.update(value)
+            else:
+                flat[name] = value
+        return flat
+
+    def _plan(self, descriptor: Descriptor) -> _MessagePlan:
         plan = self._plans.get(descriptor.full_name)
         if plan is not None:
             return plan
         plan = _MessagePlan()
         self._plans[descriptor.full_name] = plan  # before recursing: types may refer to themselves
-        required = self._required.get(descriptor.full_name, frozenset())
+        required = self._hints.required.get(descriptor.full_name, frozenset())
         fields = descriptor.fields
+        plan.inline = frozenset(f.name for f in fields if (descriptor.full_name, f.name) in self._embedded)
         for field in fields:
             is_value = (descriptor.full_name, field.name) in self._value_fields
             keep_zero = field.name in required
             plan.converters[field.name] = self._field_converter(field, is_value, keep_zero)
-            if is_value and not field.is_repeated and field.type == FieldDescriptor.TYPE_MESSAGE:
+            if not is_value or field.is_repeated:
+                continue
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
                 default = self._absent_default(field, keep_zero)
                 if default is not None:
                     plan.absent_defaults.append((field.name, default))
+            elif keep_zero and field.type != FieldDescriptor.TYPE_BYTES:
+                # Go writes required value scalars even when zero (gogo always sends them too)
+                plan.absent_defaults.append((field.name, _constant(field.default_value)))
         plan.field_order = tuple(f.name for f in fields)
         by_number = tuple(f.name for f in sorted(fields, key=lambda f: f.number))
-        plan.reorder = bool(plan.absent_defaults) or by_number != plan.field_order
+        plan.reorder = bool(plan.absent_defaults) or bool(plan.inline) or by_number != plan.field_order
         return plan
 
     def _absent_default(self, field: FieldDescriptor, keep_zero: bool) -> Convert | None:
@@ -345,6 +447,10 @@ class MessageConverter:
             singular = convert
             return lambda v: OMIT if _is_zero(converted := singular(v)) else converted
         return convert
+
+
+def _constant(value: Any) -> Convert:
+    return lambda _: value
 
 
 def _identity(value: Any) -> Any:

@@ -34,7 +34,9 @@ log = logging.getLogger(__name__)
 AdmissionHook = Callable[[str, "Store", str, dict[str, Any]], Awaitable[None]]
 
 _GENERATE_NAME_ATTEMPTS = 8
-_CONFLICT_RETRIES = 16
+#: Unpinned updates (patches without a resourceVersion) retry on conflict like etcd3's
+#: GuaranteedUpdate; the bound only stops a pathological livelock.
+_CONFLICT_RETRIES = 200
 _CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "
     "start a new list without the continue parameter, or use the continue token in this "
@@ -197,6 +199,10 @@ class Store:
             raise apierrors.invalid_object("meta.k8s.io", "ListOptions", "", [apierrors.forbidden(
                 "allowWatchBookmarks", "allowWatchBookmarks required when sendInitialEvents is true")])
         try:
+            if rv == "":
+                # Unset means "most recent": the initial state must be at least as fresh as a
+                # quorum read, so the cache first catches up with etcd's current revision.
+                await self.cache.wait_for_revision(await self.client.current_revision())
             return await self.cache.watch(start, self._scoped(namespace, opts.predicate),
                                           initial_events=opts.send_initial_events)
         except serrors.StorageError as err:
