@@ -19,7 +19,7 @@ import aiohttp
 import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.server.apiserver import client_ssl_context
-from genericapi.server.app import build_app, serve
+from genericapi.server.app import Dispatcher, build_app, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.health import HealthChecks
 from genericapi.server.proxy import ReverseProxy
@@ -168,7 +168,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     gateway = Gateway(config, Authenticator(load_token_file(config.token_auth_file)), backend_ssl)
     health = HealthChecks()
     health.add("backends", gateway.members_ready, liveness=False)
-    app = build_app("aggregator", gateway, health, on_start=gateway.start, on_stop=gateway.stop)
+    app = Dispatcher(build_app("aggregator", gateway, health, on_start=gateway.start, on_stop=gateway.stop),
+                     gateway)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}

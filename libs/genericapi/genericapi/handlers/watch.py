@@ -53,8 +53,7 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
         timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
     info = store.info
     bookmarks = opts.allow_bookmarks
-    interval = float(request.app.state.bookmark_interval) if hasattr(request.app, "state") and \
-        hasattr(request.app.state, "bookmark_interval") else BOOKMARK_INTERVAL
+    interval = float(request.scope.get("kubechain.bookmark_interval", BOOKMARK_INTERVAL))
 
     def encode(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
         if out.mode == "table" and obj is not None and event_type != "BOOKMARK":

@@ -24,7 +24,7 @@ from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import EtcdClient
 
-from .app import build_app, serve
+from .app import Dispatcher, build_app, serve
 from .discovery import DiscoveryDocuments, OrderFn
 from .health import HealthChecks
 from .openapi import OpenAPIService
@@ -130,7 +130,8 @@ class GenericAPIServer:
                                          header_source=_pass_user_headers)
         self.discovery = DiscoveryDocuments([], order, storage_hash)
         self.openapi = OpenAPIService([], self._definitions)
-        self.router = APIRouter([], self.discovery, delegate=self.delegate)
+        self.router = APIRouter([], self.discovery, delegate=self.delegate,
+                                bookmark_interval=config.bookmark_interval)
         self.health.add("etcd", self._etcd_ok)
         self.health.add("poststarthook/start-complete", self._started_ok, liveness=False)
 
@@ -191,16 +192,17 @@ class GenericAPIServer:
             for w in list(s.cache._watchers):
                 w.terminate(None)
 
-    def app(self) -> FastAPI:
+    def app(self) -> Dispatcher:
         def extra(app: FastAPI) -> None:
-            app.state.bookmark_interval = self.config.bookmark_interval
             app.add_api_route("/openapi/v2", self.openapi.v2, methods=["GET"], include_in_schema=False)
             app.add_api_route("/openapi/v3", self.openapi.v3_index, methods=["GET"], include_in_schema=False)
             app.add_api_route("/openapi/v3/{path:path}", self.openapi.v3, methods=["GET"],
                               include_in_schema=False)
 
-        return build_app(self.config.name, _Lazy(self), self.health, on_start=self.start,
-                         on_stop=self.stop, extra=extra)
+        api = _Lazy(self)
+        shell = build_app(self.config.name, api, self.health, on_start=self.start, on_stop=self.stop,
+                          extra=extra)
+        return Dispatcher(shell, api)
 
     async def run(self) -> None:
         ssl_options: dict[str, Any] = {}

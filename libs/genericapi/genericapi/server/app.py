@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .health import HealthChecks
 from .version import version_info
@@ -65,6 +65,26 @@ def build_app(name: str, api: ASGIApp, health: HealthChecks, *, on_start: Hook |
     return app
 
 
+#: Paths the FastAPI shell answers; every other request goes straight to the API app.
+ADMIN_PREFIXES = ("/healthz", "/livez", "/readyz", "/version", "/metrics", "/openapi")
+
+
+class Dispatcher:
+    """Sends Kubernetes API requests straight to the API app, bypassing FastAPI's middleware
+    stack (measured at 3-4x the cost of raw Starlette per request); admin paths and the
+    lifespan go to the FastAPI shell."""
+
+    def __init__(self, shell: FastAPI, api: ASGIApp) -> None:
+        self.shell = shell
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith(ADMIN_PREFIXES):
+            await self.api(scope, receive, send)
+            return
+        await self.shell(scope, receive, send)
+
+
 def _single_check(health: HealthChecks, kind: str, _handler: Any) -> Callable[[Request], Awaitable[Response]]:
     async def one(request: Request) -> Response:
         check_name = request.path_params["check"]
@@ -88,7 +108,7 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def serve(app: FastAPI, health: HealthChecks, *, host: str, port: int,
+async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
                 ssl_options: dict[str, Any] | None = None, shutdown_delay: float = 1.0,
                 http_protocol: Any = "httptools",
                 before_exit: Hook | None = None, graceful_timeout: float = 10.0) -> None:

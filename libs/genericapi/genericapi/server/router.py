@@ -40,9 +40,11 @@ class APIRouter:
     """Dispatches API requests to the stores of the resources this server serves."""
 
     def __init__(self, stores: list[Store], discovery: DiscoveryDocuments,
-                 delegate: ASGIApp | None = None, extra_routes: dict[str, Callable[[Request], Awaitable[Response]]]
-                 | None = None) -> None:
+                 delegate: ASGIApp | None = None,
+                 extra_routes: dict[str, Callable[[Request], Awaitable[Response]]] | None = None,
+                 bookmark_interval: float = 60.0) -> None:
         self.delegate = delegate
+        self.bookmark_interval = bookmark_interval
         self.extra_routes = extra_routes or {}
         self.set_stores(stores, discovery)
 
@@ -63,6 +65,7 @@ class APIRouter:
             if self.delegate is not None:
                 await self.delegate(scope, receive, send)
             return
+        scope["kubechain.bookmark_interval"] = self.bookmark_interval
         request = Request(scope, receive)
         try:
             response = await self._dispatch(request, scope, receive, send)

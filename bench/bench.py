@@ -1,0 +1,231 @@
+"""kubechain benchmark: prints ratios measured in one run against a fresh local chain.
+
+    .venv/bin/python bench/bench.py [--quick]
+
+Targets (issue 2): creates/s through the gateway / raw etcd puts/s >= 0.25; GET rps through the
+gateway / direct to core-api >= 0.6 with p99 <= 2x; LIST of 10,000 ConfigMaps <= 0.5 s and
+<= 300 MB peak RSS; one event to 1,000 watchers p99 <= 100 ms. All traffic stays on loopback
+and every loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import ssl
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from genericapi.storage.etcd import EtcdClient
+
+from kubechain_cli.chain import Chain, free_port
+
+CONCURRENCY = 64
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def configmap(name: str, size: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": "x" * size}}
+
+
+async def run_concurrently(n: int, work: Any) -> float:
+    """Run ``work(i)`` for i in range(n) with CONCURRENCY workers; elapsed seconds."""
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            await work(i)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return time.perf_counter() - start
+
+
+async def bench_creates(session: aiohttp.ClientSession, gateway: str, etcd: EtcdClient, n: int) -> dict[str, float]:
+    value = json.dumps(configmap("x" * 10, 200)).encode()
+
+    async def put(i: int) -> None:
+        await etcd.put(f"/bench-raw/{i}".encode(), value)
+
+    raw_s = await run_concurrently(n, put)
+    await etcd.delete_prefix(b"/bench-raw/")
+    url = gateway + "/api/v1/namespaces/bench/configmaps"
+
+    async def create(i: int) -> None:
+        async with session.post(url, json=configmap(f"c{i:06d}", 200)) as r:
+            assert r.status == 201, await r.text()
+
+    api_s = await run_concurrently(n, create)
+    return {"etcd_puts_per_s": n / raw_s, "gateway_creates_per_s": n / api_s, "ratio": raw_s / api_s}
+
+
+async def bench_gets(session: aiohttp.ClientSession, base: str, n: int) -> dict[str, float]:
+    latencies: list[float] = []
+    url = base + "/api/v1/namespaces/bench/configmaps/c000001"
+
+    async def get(_i: int) -> None:
+        t = time.perf_counter()
+        async with session.get(url) as r:
+            await r.read()
+            assert r.status == 200
+        latencies.append(time.perf_counter() - t)
+
+    elapsed = await run_concurrently(n, get)
+    return {"rps": n / elapsed, "p50_ms": percentile(latencies, 0.5) * 1000,
+            "p99_ms": percentile(latencies, 0.99) * 1000}
+
+
+async def bench_list(session: aiohttp.ClientSession, gateway: str, chain: Chain) -> dict[str, float]:
+    url = gateway + "/api/v1/namespaces/bench/configmaps"
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        async with session.get(url) as r:
+            body = await r.read()
+        best = min(best, time.perf_counter() - t)
+    items = len(json.loads(body)["items"])
+    rss = {name: peak_rss_mb(proc.pid) for name, proc in chain.processes.items() if name != "etcd"}
+    return {"items": items, "seconds": best, **{f"peak_rss_mb_{k}": v for k, v in rss.items()}}
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def bench_watchers(gateway: str, ctx: ssl.SSLContext, watchers: int) -> dict[str, float]:
+    connector = aiohttp.TCPConnector(ssl=ctx, limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async with session.post(gateway + "/api/v1/namespaces/bench/configmaps",
+                                json=configmap("watched", 10)) as r:
+            rv = (await r.json())["metadata"]["resourceVersion"]
+        url = gateway + f"/api/v1/namespaces/bench/configmaps?watch=1&resourceVersion={rv}" \
+                        "&fieldSelector=metadata.name%3Dwatched"
+        ready = 0
+        arrived: list[float] = []
+        all_ready = asyncio.Event()
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            nonlocal ready
+            async with session.get(url, timeout=aiohttp.ClientTimeout(total=60)) as resp:
+                ready += 1
+                if ready == watchers:
+                    all_ready.set()
+                async for _line in resp.content:
+                    arrived.append(time.perf_counter())
+                    if len(arrived) == watchers:
+                        done.set()
+                    return
+
+        tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
+        await asyncio.wait_for(all_ready.wait(), 60)
+        await asyncio.sleep(0.5)
+        sent = time.perf_counter()
+        async with session.patch(gateway + "/api/v1/namespaces/bench/configmaps/watched",
+                                 data=json.dumps({"data": {"v": "changed"}}),
+                                 headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200
+        await asyncio.wait_for(done.wait(), 30)
+        for t in tasks:
+            t.cancel()
+        delays = [(a - sent) * 1000 for a in arrived]
+        return {"watchers": watchers, "p50_ms": percentile(delays, 0.5), "p99_ms": percentile(delays, 0.99)}
+
+
+async def bench_proxy_clients(base: str, ctx: ssl.SSLContext, n: int) -> dict[str, float]:
+    """The same GETs with each candidate proxy client (why the gateway uses aiohttp)."""
+    import httpx
+    from httpx_aiohttp import AiohttpTransport
+
+    url = base + "/api/v1/namespaces/bench/configmaps/c000001"
+    out: dict[str, float] = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=CONCURRENCY)) as s:
+        async def aio_get(_i: int) -> None:
+            async with s.get(url) as r:
+                await r.read()
+        out["aiohttp_rps"] = n / await run_concurrently(n, aio_get)
+    limits = httpx.Limits(max_connections=CONCURRENCY)
+    async with httpx.AsyncClient(verify=ctx, limits=limits) as c:
+        async def httpx_get(_i: int) -> None:
+            (await c.get(url)).read()
+        out["httpx_rps"] = n / await run_concurrently(n, httpx_get)
+    transport = AiohttpTransport(client=lambda: aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=ctx, limit=CONCURRENCY)))
+    async with httpx.AsyncClient(transport=transport) as c:
+        async def httpx_aio_get(_i: int) -> None:
+            (await c.get(url)).read()
+        out["httpx_aiohttp_rps"] = n / await run_concurrently(n, httpx_aio_get)
+    return out
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    data = Path(tempfile.mkdtemp(prefix="kubechain-bench-"))
+    chain = Chain(data, port=free_port())
+    chain.start()
+    try:
+        ctx = chain.ssl_context()
+        gateway = chain.server_url
+        direct = f"https://127.0.0.1:{chain.backend_ports['core-api']}"
+        results: dict[str, Any] = {}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=CONCURRENCY)) as session:
+            async with session.post(gateway + "/api/v1/namespaces",
+                                    json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}) as r:
+                assert r.status == 201
+            etcd = EtcdClient([chain.etcd_endpoints])
+            results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000)
+            await etcd.close()
+            n = 2000 if args.quick else 10000
+            await bench_gets(session, gateway, 500)  # warm up both paths
+            await bench_gets(session, direct, 500)
+            via = await bench_gets(session, gateway, n)
+            dir_ = await bench_gets(session, direct, n)
+            results["get"] = {"gateway": via, "direct": dir_, "rps_ratio": via["rps"] / dir_["rps"],
+                              "p99_ratio": via["p99_ms"] / dir_["p99_ms"]}
+            results["list"] = await bench_list(session, gateway, chain)
+        results["watch"] = await bench_watchers(gateway, ctx, 200 if args.quick else 1000)
+        results["proxy_clients"] = await bench_proxy_clients(direct, ctx, 1000 if args.quick else 3000)
+        return results
+    finally:
+        chain.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
+    parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    args = parser.parse_args()
+    r = asyncio.run(main_async(args))
+    if args.json:
+        print(json.dumps(r, indent=2))
+    c, g, li, w, p = r["create"], r["get"], r["list"], r["watch"], r["proxy_clients"]
+    print(f"creates/s via gateway {c['gateway_creates_per_s']:.0f} / raw etcd puts/s {c['etcd_puts_per_s']:.0f}"
+          f" = {c['ratio']:.2f}  (target >= 0.25)")
+    print(f"GET rps via gateway {g['gateway']['rps']:.0f} / direct {g['direct']['rps']:.0f} = {g['rps_ratio']:.2f}"
+          f"  (target >= 0.6); p50 {g['gateway']['p50_ms']:.1f}/{g['direct']['p50_ms']:.1f} ms,"
+          f" p99 {g['gateway']['p99_ms']:.1f}/{g['direct']['p99_ms']:.1f} ms = {g['p99_ratio']:.2f}x (target <= 2x)")
+    rss = ", ".join(f"{k.removeprefix('peak_rss_mb_')} {v:.0f} MB" for k, v in li.items() if k.startswith("peak"))
+    print(f"LIST of {li['items']} ConfigMaps: {li['seconds']:.3f} s (target <= 0.5 s); peak RSS {rss}"
+          f" (target <= 300 MB)")
+    print(f"one event to {w['watchers']} watchers: p50 {w['p50_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms"
+          f" (target <= 100 ms)")
+    print(f"proxy client GET rps: aiohttp {p['aiohttp_rps']:.0f}, httpx {p['httpx_rps']:.0f}, "
+          f"httpx+aiohttp transport {p['httpx_aiohttp_rps']:.0f}")
+
+
+if __name__ == "__main__":
+    main()
