@@ -119,14 +119,17 @@ def _duplicate_paths(value: Any, repeated: dict[int, list[str]], path: str, out:
 
 
 def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, list[str]]:
-    if not detect_duplicates:
-        try:
-            return orjson.loads(body), []
-        except orjson.JSONDecodeError:
-            pass  # fall through: invalid UTF-8 or huge integers are fine for Go, or a real error
-    syntax = go_syntax_error(body)
-    if syntax is not None:
-        raise _decode_failure(f"couldn't get version/kind; json parse error: {syntax}", body, kind)
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        # Invalid UTF-8 or huge integers are fine for Go; anything else is a real syntax error,
+        # worded as Go's decoder words it (the slow scanner runs only on this path).
+        syntax = go_syntax_error(body)
+        if syntax is not None:
+            raise _decode_failure(f"couldn't get version/kind; json parse error: {syntax}", body, kind) from None
+    else:
+        if not detect_duplicates:
+            return value, []
     tracker = _DuplicateTracker()
     value = json.loads(body.decode("utf-8", "replace"), object_pairs_hook=tracker,
                        parse_constant=_reject_constant, parse_int=_parse_int)

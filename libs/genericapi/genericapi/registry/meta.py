@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -13,8 +14,16 @@ _SUFFIX_LEN = 5
 _MAX_PREFIX = 63 - _SUFFIX_LEN
 
 
+_last: tuple[int, str] = (0, "")
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current time at second precision (formatted once per second: it is on every write)."""
+    global _last
+    second = int(time.time())
+    if _last[0] != second:
+        _last = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last[1]
 
 
 def new_uid() -> str:

@@ -41,11 +41,15 @@ def _forward_headers(scope: Scope, extra: Iterable[tuple[str, str]]) -> list[tup
 
 
 class ReverseProxy:
-    """Forwards ASGI HTTP requests to one of several upstreams, trying the next on failure."""
+    """Forwards ASGI HTTP requests to one of several upstreams, trying the next on failure.
+
+    The connection pool is unbounded by default: every open watch holds one upstream
+    connection, and a bound would let idle watches starve ordinary requests.
+    """
 
     def __init__(self, pick: UpstreamPicker, ssl_context: ssl.SSLContext | None = None,
                  header_source: Callable[[Scope], list[tuple[str, str]]] | None = None,
-                 limit: int = 1000) -> None:
+                 limit: int = 0) -> None:
         self._pick = pick
         self._ssl = ssl_context
         self._header_source = header_source
