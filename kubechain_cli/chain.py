@@ -48,6 +48,8 @@ class Chain:
     bookmark_interval: float = 60.0
     watch_cache_size: int = 10_000
     log_dir: Path | None = None
+    #: Seconds the backends keep serving (``/readyz`` false) after SIGTERM before they stop accepting.
+    shutdown_delay: float = 0.2
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     backend_ports: dict[str, int] = field(default_factory=dict)
 
@@ -95,7 +97,7 @@ class Chain:
                   "--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", paths.ca,
                   "--proxy-client-cert-file", proxy_crt, "--proxy-client-key-file", proxy_key,
                   "--watch-bookmark-interval", str(self.bookmark_interval),
-                  "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", "0.2"]
+                  "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay)]
         py = sys.executable
         self._spawn("extensions-api", [py, "-m", "extensionsapi", "--port", str(ext), *common])
         self._spawn("core-api", [py, "-m", "coreapi", "--port", str(core), "--advertise-port", str(self.port),

@@ -8,6 +8,7 @@ this server does not serve goes to the delegate (the next link of the chain) or 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from genericapi.handlers import resource as rest
 from genericapi.handlers.responses import error_response, json_response
 from genericapi.registry.store import Store
 
+from . import metrics
 from .discovery import (
     AGGREGATED_V2,
     AGGREGATED_V2BETA1,
@@ -67,6 +69,7 @@ class APIRouter:
             return
         scope["kubechain.bookmark_interval"] = self.bookmark_interval
         request = Request(scope, receive)
+        started = time.perf_counter()
         try:
             response = await self._dispatch(request, scope, receive, send)
         except apierrors.APIError as err:
@@ -74,8 +77,24 @@ class APIRouter:
         except Exception as err:  # the last line of defence: never leak a traceback as HTML
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             response = error_response(apierrors.internal_error(str(err) or type(err).__name__))
-        if response is not None:
+        labels = scope.get("kubechain.metrics")
+        if response is None:
+            return
+        if labels is None:
             await response(scope, receive, send)
+            return
+        verb = labels[0]
+        if verb == "WATCH":
+            gauge = metrics.WATCHERS.labels(*labels[1:4])
+            gauge.inc()
+            try:
+                await response(scope, receive, send)
+            finally:
+                gauge.dec()
+        else:
+            await response(scope, receive, send)
+            metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
+        metrics.REQUESTS.labels(*labels, str(response.status_code)).inc()
 
     async def _not_ours(self, scope: Scope, receive: Receive, send: Send) -> Response | None:
         if self.delegate is not None:
@@ -153,6 +172,10 @@ class APIRouter:
         if store.info.namespaced and name and not namespace:
             # /api/v1/pods/<name>: namespaced objects are only addressed within a namespace.
             raise apierrors.path_not_found()
+        is_watch = watch or (method == "GET" and not name and request.query_params.get("watch") in ("1", "true"))
+        info = store.info
+        request.scope["kubechain.metrics"] = (metrics.verb_of(method, bool(name), is_watch), info.group,
+                                              info.version, info.plural, sub)
         target = rest.Target(store, namespace, name, sub, watch)
         handler = _pick(method, bool(name), bool(sub), watch)
         if handler is None or not _allowed(store, handler):
