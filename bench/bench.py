@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import ssl
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,19 @@ from genericapi.storage.etcd import EtcdClient
 from kubechain_cli.chain import Chain, free_port
 
 CONCURRENCY = 64
+
+
+@contextlib.asynccontextmanager
+async def direct_session(base: str, ctx: ssl.SSLContext) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
+    """A session to a backend as the gateway reaches it: its Unix socket, or TLS."""
+    if base.startswith("unix:"):
+        connector: aiohttp.BaseConnector = aiohttp.UnixConnector(path="/" + base[5:].lstrip("/"),
+                                                                 limit=CONCURRENCY)
+        base = "http://localhost"
+    else:
+        connector = aiohttp.TCPConnector(ssl=ctx, limit=CONCURRENCY)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        yield session, base
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -148,7 +163,7 @@ async def bench_watchers(gateway: str, ctx: ssl.SSLContext, watchers: int) -> di
 
 
 async def bench_proxy_clients(base: str, ctx: ssl.SSLContext, n: int) -> dict[str, float]:
-    """The same GETs with each candidate proxy client (why the gateway uses aiohttp)."""
+    """The same GETs through the gateway with each candidate proxy client (why it uses aiohttp)."""
     import httpx
     from httpx_aiohttp import AiohttpTransport
 
@@ -180,7 +195,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     try:
         ctx = chain.ssl_context()
         gateway = chain.server_url
-        direct = f"https://127.0.0.1:{chain.backend_ports['core-api']}"
+        direct = chain.backend_urls["core-api"]
         results: dict[str, Any] = {}
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=CONCURRENCY)) as session:
             async with session.post(gateway + "/api/v1/namespaces",
@@ -190,15 +205,16 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000)
             await etcd.close()
             n = 2000 if args.quick else 10000
-            await bench_gets(session, gateway, 500)  # warm up both paths
-            await bench_gets(session, direct, 500)
-            via = await bench_gets(session, gateway, n)
-            dir_ = await bench_gets(session, direct, n)
+            async with direct_session(direct, ctx) as (dsession, dbase):
+                await bench_gets(session, gateway, 500)  # warm up both paths
+                await bench_gets(dsession, dbase, 500)
+                via = await bench_gets(session, gateway, n)
+                dir_ = await bench_gets(dsession, dbase, n)
             results["get"] = {"gateway": via, "direct": dir_, "rps_ratio": via["rps"] / dir_["rps"],
                               "p99_ratio": via["p99_ms"] / dir_["p99_ms"]}
             results["list"] = await bench_list(session, gateway, chain)
         results["watch"] = await bench_watchers(gateway, ctx, 200 if args.quick else 1000)
-        results["proxy_clients"] = await bench_proxy_clients(direct, ctx, 1000 if args.quick else 3000)
+        results["proxy_clients"] = await bench_proxy_clients(gateway, ctx, 1000 if args.quick else 3000)
         return results
     finally:
         chain.stop()

@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -51,7 +52,10 @@ class Chain:
     #: Seconds the backends keep serving (``/readyz`` false) after SIGTERM before they stop accepting.
     shutdown_delay: float = 0.2
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: "unix" (one host, no TLS between links) or "tls" (TCP with mutual TLS, as across hosts).
+    backend_transport: str = "unix"
     backend_ports: dict[str, int] = field(default_factory=dict)
+    backend_urls: dict[str, str] = field(default_factory=dict)
 
     @property
     def pki(self) -> CertPaths:
@@ -89,26 +93,51 @@ class Chain:
                 "--log-level", "warn", "--quota-backend-bytes", str(4 * 1024**3),
             ])
         self.etcd_endpoints = endpoints
-        core, ext = free_port(), free_port()
-        self.backend_ports = {"core-api": core, "extensions-api": ext}
-        crt, key = paths.pair("backend")
-        proxy_crt, proxy_key = paths.pair("front-proxy-client")
         common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
-                  "--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", paths.ca,
-                  "--proxy-client-cert-file", proxy_crt, "--proxy-client-key-file", proxy_key,
                   "--watch-bookmark-interval", str(self.bookmark_interval),
                   "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay)]
+        if self.backend_transport == "unix":
+            # On one host the links of the chain are Unix sockets in a directory only this user
+            # can enter: no TLS cost per hop, and nobody else can reach a backend to forge
+            # X-Remote-* headers.
+            run_dir = self._socket_dir()
+            core_sock, ext_sock = str(run_dir / "core-api.sock"), str(run_dir / "extensions-api.sock")
+            self.backend_urls = {"core-api": f"unix://{core_sock}", "extensions-api": f"unix://{ext_sock}"}
+            core_listen = ["--bind-unix-socket", core_sock]
+            ext_listen = ["--bind-unix-socket", ext_sock]
+        else:
+            # Across hosts: TLS both ways; backends accept only CA-signed client certificates.
+            core, ext = free_port(), free_port()
+            self.backend_ports = {"core-api": core, "extensions-api": ext}
+            self.backend_urls = {"core-api": f"https://127.0.0.1:{core}", "extensions-api": f"https://127.0.0.1:{ext}"}
+            crt, key = paths.pair("backend")
+            proxy_crt, proxy_key = paths.pair("front-proxy-client")
+            common += ["--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", paths.ca,
+                       "--proxy-client-cert-file", proxy_crt, "--proxy-client-key-file", proxy_key]
+            core_listen = ["--port", str(core)]
+            ext_listen = ["--port", str(ext)]
         py = sys.executable
-        self._spawn("extensions-api", [py, "-m", "extensionsapi", "--port", str(ext), *common])
-        self._spawn("core-api", [py, "-m", "coreapi", "--port", str(core), "--advertise-port", str(self.port),
-                                 "--delegate-url", f"https://127.0.0.1:{ext}", *common])
+        self._spawn("extensions-api", [py, "-m", "extensionsapi", *ext_listen, *common])
+        self._spawn("core-api", [py, "-m", "coreapi", *core_listen, "--advertise-port", str(self.port),
+                                 "--delegate-url", self.backend_urls["extensions-api"], *common])
         self._spawn("aggregator", [py, "-m", "aggregator", "--secure-port", str(self.port),
                                    "--bind-address", "127.0.0.1",
-                                   "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", "0.2",
-                                   "--member", f"https://127.0.0.1:{core}",
-                                   "--member", f"https://127.0.0.1:{ext}"])
+                                   "--cert-dir", str(self.data_dir / "pki"),
+                                   "--shutdown-delay", str(self.shutdown_delay),
+                                   "--member", self.backend_urls["core-api"],
+                                   "--member", self.backend_urls["extensions-api"]])
         self.write_kubeconfig()
         self.wait_ready(timeout)
+
+    def _socket_dir(self) -> Path:
+        run_dir = self.data_dir / "run"
+        if len(str(run_dir / "extensions-api.sock")) > 100:  # sun_path holds ~107 bytes
+            run_dir = Path(tempfile.mkdtemp(prefix="kubechain-"))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(run_dir, 0o700)
+        for stale in run_dir.glob("*.sock"):
+            stale.unlink()
+        return run_dir
 
     def ssl_context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=self.pki.ca)

@@ -245,3 +245,91 @@ def test_openapi_v3_has_patch_metadata(chain: ChainHandle) -> None:
     patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
     assert "application/strategic-merge-patch+json" in patch["requestBody"]["content"]
     assert any(p.get("name") == "fieldValidation" for p in patch.get("parameters", []))
+
+
+def test_include_object_modes(chain: ChainHandle) -> None:
+    accept = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    _s, _h, body = chain.request("GET", "/api/v1/namespaces?includeObject=None", headers=accept)
+    assert "object" not in json.loads(body)["rows"][0]
+    _s, _h, body = chain.request("GET", "/api/v1/namespaces?includeObject=Object", headers=accept)
+    assert json.loads(body)["rows"][0]["object"]["kind"] == "Namespace"
+    _s, _h, body = chain.request("GET", "/api/v1/namespaces", headers=accept)
+    assert json.loads(body)["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+    status, _h, body = chain.request("GET", "/api/v1/namespaces?includeObject=Everything", headers=accept)
+    assert status == 400
+
+
+def test_watch_bookmarks(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    status, created = chain.json("POST", base, cm("bookmarked"))
+    rv = created["metadata"]["resourceVersion"]
+    # The test chain sends bookmarks every second; the watch ends after 3 s.
+    status, _h, body = chain.request(
+        "GET", f"{base}?watch=1&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion={rv}")
+    events = [json.loads(line) for line in body.splitlines()]
+    marks = [e for e in events if e["type"] == "BOOKMARK"]
+    assert status == 200 and marks
+    assert marks[0]["object"]["kind"] == "ConfigMap"
+    assert int(marks[0]["object"]["metadata"]["resourceVersion"]) >= int(rv)
+    status, _h, body = chain.request("GET", f"{base}?watch=1&timeoutSeconds=2&resourceVersion={rv}")
+    assert not [line for line in body.splitlines() if b"BOOKMARK" in line]  # only when asked for
+
+
+def test_send_initial_events_over_http(chain: ChainHandle) -> None:
+    chain.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": "initial"}})
+    chain.json("POST", "/api/v1/namespaces/initial/configmaps", cm("first"))
+    _status, _h, body = chain.request(
+        "GET", "/api/v1/namespaces/initial/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+               "&resourceVersionMatch=NotOlderThan&timeoutSeconds=2")
+    events = [json.loads(line) for line in body.splitlines()]
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "first"
+    assert events[1]["type"] == "BOOKMARK"
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_delete_collection_with_selector(chain: ChainHandle) -> None:
+    chain.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dc"}})
+    for name, keep in (("x1", "no"), ("x2", "no"), ("x3", "yes")):
+        obj = cm(name)
+        obj["metadata"]["labels"] = {"keep": keep}
+        chain.json("POST", "/api/v1/namespaces/dc/configmaps", obj)
+    status, body = chain.json("DELETE", "/api/v1/namespaces/dc/configmaps?labelSelector=keep%3Dno")
+    assert status == 200 and sorted(i["metadata"]["name"] for i in body["items"]) == ["x1", "x2"]
+    status, body = chain.json("GET", "/api/v1/namespaces/dc/configmaps")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["x3"]
+
+
+def test_delete_options_and_preconditions(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    status, created = chain.json("POST", base, cm("precond"))
+    status, body = chain.json("DELETE", f"{base}/precond", {"preconditions": {"uid": "not-the-uid"}})
+    assert status == 409 and "Precondition failed: UID in precondition: not-the-uid" in body["message"]
+    status, body = chain.json("DELETE", f"{base}/precond?propagationPolicy=Sideways")
+    assert status == 422
+    status, body = chain.json("DELETE", f"{base}/precond", {"kind": "DeleteOptions", "apiVersion": "v1",
+                                                            "preconditions": {"uid": created["metadata"]["uid"]},
+                                                            "propagationPolicy": "Background"})
+    assert status == 200
+    status, body = chain.json("DELETE", f"{base}/precond")
+    assert status == 404
+
+
+def test_finalizers_via_http(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    obj = cm("held")
+    obj["metadata"]["finalizers"] = ["example.com/hold"]
+    chain.json("POST", base, obj)
+    status, body = chain.json("DELETE", f"{base}/held")
+    assert status == 202 and body["metadata"]["deletionTimestamp"]
+    status, _h, _data = chain.request("PATCH", f"{base}/held", {"metadata": {"finalizers": None}},
+                                     headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 200
+    assert chain.json("GET", f"{base}/held")[0] == 404
+
+
+def test_metrics_count_requests(chain: ChainHandle) -> None:
+    chain.json("GET", "/api/v1/namespaces/default/configmaps")
+    # The gateway's own metrics; the backends' are scraped from them directly.
+    status, _h, body = chain.request("GET", "/metrics")
+    assert status == 200 and b"# HELP" in body

@@ -36,7 +36,7 @@ def load_token_file(path: str) -> dict[str, UserInfo]:
         return tokens
     with open(path, newline="") as f:
         for row in csv.reader(f):
-            if len(row) < 3 or row[0].startswith("#"):
+            if len(row) < 3 or not row[0] or row[0].startswith("#"):
                 continue
             groups = tuple(g for g in (row[3].split(",") if len(row) > 3 else []) if g)
             tokens[row[0]] = UserInfo(row[1], groups, row[2])

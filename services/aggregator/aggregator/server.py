@@ -78,12 +78,11 @@ class Gateway:
 
     # -- learning which member serves what ------------------------------------------------
     async def refresh_routes(self) -> None:
-        session = self.proxy.session()
         by_gv: dict[tuple[str, str], int] = {}
         for index, replicas in enumerate(self.config.members):
             for base in replicas:
                 try:
-                    gvs = await _served_group_versions(session, base)
+                    gvs = await _served_group_versions(self.proxy, base)
                 except (aiohttp.ClientError, TimeoutError, ValueError, OSError):
                     continue
                 for gv in gvs:
@@ -109,13 +108,12 @@ class Gateway:
         await self.proxy.close()
 
     async def members_ready(self) -> bool:
-        session = self.proxy.session()
         for replicas in self.config.members:
             ok = False
             for base in replicas:
                 try:
-                    async with session.get(base + "/readyz", timeout=aiohttp.ClientTimeout(total=2)) as r:
-                        ok = r.status == 200
+                    status, _ = await self.proxy.fetch(base, "/readyz", limit_seconds=2)
+                    ok = status == 200
                 except (aiohttp.ClientError, TimeoutError, OSError):
                     ok = False
                 if ok:
@@ -125,19 +123,18 @@ class Gateway:
         return True
 
 
-async def _served_group_versions(session: aiohttp.ClientSession, base: str) -> list[tuple[str, str]]:
+async def _served_group_versions(proxy: ReverseProxy, base: str) -> list[tuple[str, str]]:
     """Group-versions a member serves itself (not what it delegates), from its discovery."""
-    timeout = aiohttp.ClientTimeout(total=3)
     out: list[tuple[str, str]] = []
-    async with session.get(base + "/api", timeout=timeout) as r:
-        if r.status == 200:
-            doc: dict[str, Any] = orjson.loads(await r.read())
-            out.extend(("", v) for v in doc.get("versions") or [])
-    async with session.get(base + "/apis", timeout=timeout) as r:
-        if r.status == 200:
-            doc = orjson.loads(await r.read())
-            for g in doc.get("groups") or []:
-                out.extend((g["name"], v["version"]) for v in g.get("versions") or [])
+    status, body = await proxy.fetch(base, "/api")
+    if status == 200:
+        doc: dict[str, Any] = orjson.loads(body)
+        out.extend(("", v) for v in doc.get("versions") or [])
+    status, body = await proxy.fetch(base, "/apis")
+    if status == 200:
+        doc = orjson.loads(body)
+        for g in doc.get("groups") or []:
+            out.extend((g["name"], v["version"]) for v in g.get("versions") or [])
     return out
 
 

@@ -54,7 +54,7 @@ class FieldError:
         """The message without the field path (``ErrorBody`` in Go)."""
         kind = self._TYPES.get(self.reason, self.reason)
         if self.reason in ("FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong",
-                           "InternalError", "FieldValueTooMany") or not self.has_value:
+                           "InternalError") or not self.has_value:
             return f"{kind}: {self.detail}" if self.detail else kind
         text = f"{kind}: {_quote(self.value)}"
         return f"{text}: {self.detail}" if self.detail else text
@@ -168,11 +168,13 @@ def optimistic_lock(group: str, resource: str, name: str) -> APIError:
 
 def invalid_object(group: str, kind: str, name: str, errors: Iterable[FieldError]) -> APIError:
     errs = list(errors)
-    if len(errs) == 1:
-        agg = str(errs[0])
-    else:
-        agg = "[" + ", ".join(str(e) for e in errs) + "]"
-    msg = f'{kind}.{group} "{name}" is invalid: {agg}' if group else f'{kind} "{name}" is invalid: {agg}'
+    messages = list(dict.fromkeys(str(e) for e in errs))  # the aggregate drops repeated messages
+    qualified = f"{kind}.{group}" if group else kind
+    msg = f'{qualified} "{name}" is invalid'
+    if len(messages) == 1:
+        msg += f": {messages[0]}"
+    elif messages:
+        msg += ": [" + ", ".join(messages) + "]"
     causes = [{"reason": e.reason, "message": e.body(), "field": e.field} for e in errs]
     return APIError(422, "Invalid", msg, _details(name, group, kind, causes=causes))
 

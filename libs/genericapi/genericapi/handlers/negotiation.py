@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery import tables
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -51,12 +52,12 @@ class Output:
 
     mode: str
     yaml: bool = False
+    #: For Table output: what each row embeds (``includeObject``: None, Metadata or Object).
+    include_object: str = "Metadata"
 
 
-_ACCEPTED = [
-    "application/json", "application/yaml", "application/vnd.kubernetes.protobuf",
-    "application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch",
-]
+#: What a 406 lists: the serializers' media types, without the ``;stream=watch`` variants.
+_ACCEPTED = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
 
 
 def negotiate(accept: str) -> Output:
@@ -83,3 +84,11 @@ def negotiate(accept: str) -> Output:
             # Clients that offer only protobuf get JSON's refusal with the list we speak.
             raise apierrors.not_acceptable(_ACCEPTED)
     raise apierrors.not_acceptable(_ACCEPTED)
+
+
+def output_for(accept: str, include_object: str) -> Output:
+    """The representation for a request: Accept header plus the ``includeObject`` parameter."""
+    out = negotiate(accept)
+    if out.mode == "table":
+        return Output("table", include_object=tables.validate_include_object(include_object))
+    return out

@@ -110,34 +110,37 @@ def list_options(info: ResourceInfo, params: Mapping[str, str], name: str = "") 
 
 
 def delete_options(params: Mapping[str, str], body: dict[str, Any] | None) -> DeleteOptions:
-    """DeleteOptions from the body (if any) with query parameters taking part as k8s does."""
-    body = body or {}
-    pre = body.get("preconditions") or {}
-    opts = DeleteOptions(
-        precondition_uid=pre.get("uid"),
-        precondition_rv=pre.get("resourceVersion"),
-        propagation_policy=body.get("propagationPolicy"),
-        grace_period_seconds=body.get("gracePeriodSeconds"),
-        dry_run=bool(body.get("dryRun")) or dry_run(params),
-        orphan_dependents=body.get("orphanDependents"),
-    )
-    if "propagationPolicy" in params:
-        opts.propagation_policy = params["propagationPolicy"]
-    grace = int_param(params, "gracePeriodSeconds")
-    if grace is not None:
-        opts.grace_period_seconds = grace
-    if "orphanDependents" in params:
-        opts.orphan_dependents = flag(params, "orphanDependents")
+    """DeleteOptions from the body when one was sent, else from the query (never both, as k8s)."""
+    if body is not None:
+        pre = body.get("preconditions") or {}
+        dry_values = body.get("dryRun") or []
+        opts = DeleteOptions(
+            precondition_uid=pre.get("uid"),
+            precondition_rv=pre.get("resourceVersion"),
+            propagation_policy=body.get("propagationPolicy"),
+            grace_period_seconds=body.get("gracePeriodSeconds"),
+            orphan_dependents=body.get("orphanDependents"),
+        )
+    else:
+        dry_values = [params["dryRun"]] if "dryRun" in params else []
+        opts = DeleteOptions(
+            propagation_policy=params.get("propagationPolicy"),
+            grace_period_seconds=int_param(params, "gracePeriodSeconds"),
+            orphan_dependents=flag(params, "orphanDependents") if "orphanDependents" in params else None,
+        )
     errs: list[apierrors.FieldError] = []
-    if opts.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
-        errs.append(apierrors.not_supported("propagationPolicy", opts.propagation_policy,
-                                            ["Foreground", "Background", "Orphan", "nil"]))
     if opts.propagation_policy is not None and opts.orphan_dependents is not None:
         errs.append(apierrors.invalid("propagationPolicy", opts.propagation_policy,
                                       "orphanDependents and deletionPropagation cannot be both set"))
-    if opts.grace_period_seconds is not None and opts.grace_period_seconds < 0:
-        errs.append(apierrors.invalid("gracePeriodSeconds", opts.grace_period_seconds,
-                                      "must be greater than or equal to 0"))
+    if opts.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
+        errs.append(apierrors.not_supported("propagationPolicy", opts.propagation_policy,
+                                            ["Foreground", "Background", "Orphan", "nil"]))
+    if not isinstance(dry_values, list) or any(v != "All" for v in dry_values):
+        errs.append(apierrors.not_supported("dryRun", dry_values, ["All"]))
     if errs:
-        raise apierrors.invalid_object("", "DeleteOptions", "", errs)
+        raise apierrors.invalid_object("meta.k8s.io", "DeleteOptions", "", errs)
+    opts.dry_run = bool(dry_values)
+    # A negative grace period means one second on the delete path (rest.BeforeDelete).
+    if isinstance(opts.grace_period_seconds, int) and opts.grace_period_seconds < 0:
+        opts.grace_period_seconds = 1
     return opts

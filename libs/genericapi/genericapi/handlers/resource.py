@@ -22,7 +22,7 @@ from genericapi.registry.store import Store
 
 from . import params as qp
 from .body import PROTOBUF, check_type, media_type, read_bytes, read_object
-from .negotiation import Output, negotiate
+from .negotiation import Output, output_for
 from .patch import apply_patch
 from .render import render_list, render_object
 from .responses import format_warning, object_response
@@ -41,12 +41,16 @@ class Target:
     watch: bool = False
 
 
+def _output(request: Request) -> Output:
+    return output_for(request.headers.get("accept", ""), request.query_params.get("includeObject", ""))
+
+
 def _pretty(request: Request) -> bool:
     return qp.flag(request.query_params, "pretty")
 
 
 async def get(t: Target, request: Request) -> Response:
-    out = negotiate(request.headers.get("accept", ""))
+    out = _output(request)
     obj = await t.store.get(t.namespace, t.name, request.query_params.get("resourceVersion", ""))
     if t.subresource == "scale":
         return object_response(to_scale(t.store, obj), pretty=_pretty(request))
@@ -55,7 +59,7 @@ async def get(t: Target, request: Request) -> Response:
 
 async def list_or_watch(t: Target, request: Request) -> Response:
     params = request.query_params
-    out = negotiate(request.headers.get("accept", ""))
+    out = _output(request)
     opts = qp.list_options(t.store.info, params, t.name if t.watch else "")
     if t.watch or qp.flag(params, "watch"):
         return await watch_response(t.store, t.namespace, opts, out, request)
@@ -67,7 +71,7 @@ async def create(t: Target, request: Request) -> Response:
     params = request.query_params
     validation = qp.field_validation(params)
     dry = qp.dry_run(params)
-    out = negotiate(request.headers.get("accept", ""))
+    out = _output(request)
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
     warnings = check_fields(t.store.strategy, obj, validation, duplicates)
     created = await t.store.create(t.namespace, obj, dry_run=dry)
@@ -80,7 +84,7 @@ async def update(t: Target, request: Request) -> Response:
     params = request.query_params
     validation = qp.field_validation(params)
     dry = qp.dry_run(params)
-    out = negotiate(request.headers.get("accept", ""))
+    out = _output(request)
     if t.subresource == "scale":
         obj, duplicates = await read_object(request, None, validation != "Ignore",
                                             kind="Scale", api_version="autoscaling/v1")
@@ -98,7 +102,7 @@ async def patch(t: Target, request: Request) -> Response:
     params = request.query_params
     validation = qp.field_validation(params)
     dry = qp.dry_run(params)
-    out = negotiate(request.headers.get("accept", ""))
+    out = _output(request)
     ctype = media_type(request)
     raw = await read_bytes(request)
     if ctype == "application/apply-patch+yaml":

@@ -458,13 +458,10 @@ def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:
 
 
 def _parse_rv(rv: str) -> int:
-    try:
-        value = int(rv)
-    except ValueError:
-        raise apierrors.bad_request(f'invalid resource version: "{rv}"') from None
-    if value < 0:
+    # Decimal ASCII digits only, as Go's ParseUint (Python's int() also takes "+1", " 1", "1_0").
+    if not (rv.isascii() and rv.isdigit()):
         raise apierrors.bad_request(f'invalid resource version: "{rv}"')
-    return value
+    return int(rv)
 
 
 def _encode_continue(revision: int, start_key: str) -> str:
@@ -476,7 +473,7 @@ def _decode_continue(token: str, key_prefix: str) -> tuple[int, str]:
     try:
         padded = token + "=" * (-len(token) % 4)
         data = orjson.loads(base64.urlsafe_b64decode(padded))
-        if data.get("v") != "meta.k8s.io/v1":
+        if not isinstance(data, dict) or data.get("v") != "meta.k8s.io/v1":
             raise ValueError("version")
         rev = int(data["rv"])
         start = str(data["start"])

@@ -53,6 +53,7 @@ class ServerConfig:
     bookmark_interval: float = 60.0
     shutdown_delay: float = 1.0
     watch_cache_size: int = 10_000
+    unix_socket: str = ""
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
@@ -61,6 +62,9 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
     parser.add_argument("--etcd-prefix", default="/registry", help="key prefix of every object in etcd")
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=default_port)
+    parser.add_argument("--bind-unix-socket", default="",
+                        help="serve on this Unix socket instead of TCP (a link on one host: no TLS; "
+                             "keep it in a directory only the gateway's user can enter)")
     parser.add_argument("--delegate-url", action="append", default=[],
                         help="next link of the delegation chain (repeat for replicas)")
     parser.add_argument("--tls-cert-file", default="")
@@ -92,6 +96,7 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         bookmark_interval=args.watch_bookmark_interval,
         shutdown_delay=args.shutdown_delay,
         watch_cache_size=args.watch_cache_size,
+        unix_socket=args.bind_unix_socket,
     )
 
 
@@ -206,13 +211,15 @@ class GenericAPIServer:
 
     async def run(self) -> None:
         ssl_options: dict[str, Any] = {}
-        if self.config.tls_cert_file:
+        if self.config.unix_socket:
+            ssl_options = {"uds": self.config.unix_socket}
+        elif self.config.tls_cert_file:
             ssl_options = {"ssl_certfile": self.config.tls_cert_file, "ssl_keyfile": self.config.tls_key_file}
             if self.config.client_ca_file:
                 ssl_options.update(ssl_ca_certs=self.config.client_ca_file, ssl_cert_reqs=ssl.CERT_REQUIRED)
         await serve(self.app(), self.health, host=self.config.bind_address, port=self.config.port,
                     ssl_options=ssl_options, shutdown_delay=self.config.shutdown_delay,
-                    http_protocol=ClientCertProtocol if ssl_options else "httptools",
+                    http_protocol=ClientCertProtocol if "ssl_certfile" in ssl_options else "httptools",
                     before_exit=self.end_watches)
 
 

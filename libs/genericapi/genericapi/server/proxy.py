@@ -55,21 +55,42 @@ class ReverseProxy:
         self._header_source = header_source
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None
+        self._unix_sessions: dict[str, aiohttp.ClientSession] = {}
         self._rr = 0
 
-    def session(self) -> aiohttp.ClientSession:
+    def session(self, base: str = "") -> aiohttp.ClientSession:
+        """The pooled session for an upstream: TCP(+TLS), or one per Unix socket path."""
+        socket_path = unix_socket_path(base)
+        if socket_path is not None:
+            unix = self._unix_sessions.get(socket_path)
+            if unix is None or unix.closed:
+                unix = self._unix_sessions[socket_path] = self._new_session(
+                    aiohttp.UnixConnector(path=socket_path, limit=self._limit, keepalive_timeout=60))
+            return unix
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._limit, ssl=self._ssl if self._ssl else False,
-                                             keepalive_timeout=60, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=False,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
-                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"))
+            self._session = self._new_session(aiohttp.TCPConnector(
+                limit=self._limit, ssl=self._ssl if self._ssl else False, keepalive_timeout=60,
+                ttl_dns_cache=300))
         return self._session
+
+    @staticmethod
+    def _new_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=connector, auto_decompress=False,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
+            skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"))
+
+    async def fetch(self, base: str, path: str, limit_seconds: float = 3.0) -> tuple[int, bytes]:
+        """A plain GET to an upstream (health and discovery checks)."""
+        async with self.session(base).get(http_base(base) + path,
+                                          timeout=aiohttp.ClientTimeout(total=limit_seconds)) as resp:
+            return resp.status, await resp.read()
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+        for unix in self._unix_sessions.values():
+            await unix.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -91,8 +112,8 @@ class ReverseProxy:
         for i in range(len(upstreams)):
             base = upstreams[(start + i) % len(upstreams)]
             try:
-                resp = await self.session().request(
-                    scope["method"], base + target, headers=headers,
+                resp = await self.session(base).request(
+                    scope["method"], http_base(base) + target, headers=headers,
                     data=body if body else None, allow_redirects=False)
             except (TimeoutError, aiohttp.ClientConnectionError, OSError) as err:
                 last_err = err
@@ -142,6 +163,18 @@ class ReverseProxy:
             resp.close()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def unix_socket_path(base: str) -> str | None:
+    """``unix:///run/core-api.sock`` or ``unix:/run/core-api.sock`` -> the socket path."""
+    if not base.startswith("unix:"):
+        return None
+    return "/" + base[len("unix:"):].lstrip("/")
+
+
+def http_base(base: str) -> str:
+    """The URL prefix requests use: a Unix socket upstream is addressed as plain HTTP."""
+    return "http://localhost" if base.startswith("unix:") else base
 
 
 async def _read_body(receive: Receive) -> bytes:
