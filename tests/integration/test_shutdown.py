@@ -47,7 +47,7 @@ def own_chain(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chain]
 class WatchReader:
     """Reads one watch stream to its end on a thread, recording how it ended."""
 
-    conn: http.client.HTTPSConnection
+    conn: http.client.HTTPConnection
     path: str
     headers: dict[str, str] = field(default_factory=dict)
     events: list[dict[str, object]] = field(default_factory=list)

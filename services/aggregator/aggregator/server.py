@@ -12,19 +12,21 @@ import argparse
 import asyncio
 import logging
 import ssl
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 import orjson
 from genericapi.apimachinery import errors as apierrors
+from genericapi.server import metrics
 from genericapi.server.apiserver import client_ssl_context
 from genericapi.server.app import Dispatcher, build_app, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.health import HealthChecks
 from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from .auth import Authenticator, load_token_file
 from .routing import RoutingTable
@@ -74,7 +76,22 @@ class Gateway:
             await send({"type": "http.response.body", "body": body})
             return
         scope["kubechain.user"] = user
-        await self.proxy(scope, receive, send)
+        labels = request_labels(scope)
+        code = 0
+
+        async def counting_send(message: Message) -> None:
+            nonlocal code
+            if message["type"] == "http.response.start":
+                code = message["status"]
+            await send(message)
+
+        started = time.perf_counter()
+        try:
+            await self.proxy(scope, receive, counting_send)
+        finally:
+            if labels[0] != "WATCH":
+                metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
+            metrics.REQUESTS.labels(*labels, str(code)).inc()
 
     # -- learning which member serves what ------------------------------------------------
     async def refresh_routes(self) -> None:
@@ -121,6 +138,28 @@ class Gateway:
             if not ok:
                 return False
         return True
+
+
+def request_labels(scope: Scope) -> tuple[str, str, str, str, str]:
+    """(verb, group, version, resource, subresource) of an API path, for request metrics."""
+    parts = [p for p in scope["path"].split("/") if p]
+    group = version = resource = sub = ""
+    rest: list[str] = []
+    if parts[:1] == ["api"] and len(parts) > 1:
+        version, rest = parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) > 2:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    watch = False
+    if rest[:1] == ["watch"]:
+        watch, rest = True, rest[1:]
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    if rest:
+        resource = rest[0]
+        sub = rest[2] if len(rest) > 2 else ""
+    query = scope.get("query_string", b"")
+    watch = watch or b"watch=1" in query or b"watch=true" in query
+    return metrics.verb_of(scope["method"], len(rest) > 1, watch), group, version, resource, sub
 
 
 async def _served_group_versions(proxy: ReverseProxy, base: str) -> list[tuple[str, str]]:
