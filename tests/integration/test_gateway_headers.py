@@ -286,8 +286,6 @@ def test_unknown_token_and_no_credentials_are_refused_at_the_gateway(gateway: Ga
         assert path not in echo.state.seen_paths
 
 
-@pytest.mark.xfail(strict=True, reason="the gateway forwards the client's Authorization header to the backends; "
-                   "kube-apiserver's WithAuthentication deletes it once the request is authenticated")
 def test_bearer_token_itself_is_not_forwarded(gateway: GatewayProcess) -> None:
     status, _h, body = gateway.call("GET", "/api/v1/token-leak", [("Authorization", f"Bearer {TOKEN}")])
     assert status == 200, body
@@ -317,8 +315,6 @@ def test_hop_by_hop_headers_are_not_forwarded(gateway: GatewayProcess) -> None:
     assert doc["method"] == "POST" and doc["body"] == '{"a":1}'
 
 
-@pytest.mark.xfail(strict=True, reason="headers named in the client's Connection header are forwarded; "
-                   "Go's ReverseProxy (used by kube-apiserver's proxy) removes them as hop-by-hop (RFC 9110 7.6.1)")
 def test_headers_named_by_connection_are_not_forwarded(gateway: GatewayProcess) -> None:
     status, _h, body = gateway.call("GET", "/api/v1/connection-listed", [
         ("Authorization", f"Bearer {TOKEN}"), ("Connection", "keep-alive, X-Hop-Custom"),

@@ -21,7 +21,7 @@ import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.server import metrics
 from genericapi.server.apiserver import client_ssl_context
-from genericapi.server.app import Dispatcher, build_app, serve
+from genericapi.server.app import Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.health import HealthChecks
 from genericapi.server.proxy import ReverseProxy
@@ -54,7 +54,10 @@ class Gateway:
         self.config = config
         self.authenticator = authenticator
         self.table = RoutingTable(tuple(tuple(m) for m in config.members))
-        self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers)
+        # Credentials stop at the gateway (kube-apiserver drops Authorization once it has
+        # authenticated a request); the backends learn the user from X-Remote-* only.
+        self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers,
+                                  drop_headers=("authorization",))
         self._refresh_task: asyncio.Task[None] | None = None
 
     def _pick(self, scope: Scope) -> list[str]:
@@ -194,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     config = GatewayConfig(args.bind_address, args.secure_port, args.cert_dir,
                            [[u.strip().rstrip("/") for u in m.split(",") if u.strip()] for m in args.member],
                            args.token_auth_file, args.discovery_refresh)
-    asyncio.run(run(config, args.shutdown_delay))
+    run_forever(run(config, args.shutdown_delay))
 
 
 async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
+from genericapi.server.app import run_forever
 
 from . import catalog
 from .admission import NamespaceLifecycle
@@ -64,4 +64,4 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s core-api %(levelname)s %(name)s: %(message)s")
     server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port)
-    asyncio.run(server.run())
+    run_forever(server.run())

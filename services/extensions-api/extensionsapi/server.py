@@ -5,10 +5,10 @@ answering 404 NotFound for everything nobody else serves, as kube-apiserver's No
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 
 from genericapi.server.apiserver import GenericAPIServer, add_common_flags, config_from_args
+from genericapi.server.app import run_forever
 
 
 def _order_key(group: str, version: str) -> tuple[int, str, str]:
@@ -22,4 +22,4 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s extensions-api %(levelname)s %(name)s: %(message)s")
     server = GenericAPIServer(config_from_args("extensions-api", args), _order_key)
-    asyncio.run(server.run())
+    run_forever(server.run())

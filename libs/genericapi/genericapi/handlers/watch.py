@@ -81,6 +81,17 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
                         yield encode("BOOKMARK", bookmark_object(store, bm.revision, False), None)
                     continue
                 if isinstance(item, CacheEvent):
+                    # Send what is already waiting in one write (bursts of changes).
+                    chunk = [encode(item.type, item.obj, item.raw)]
+                    more = watcher.ready_item()
+                    while isinstance(more, CacheEvent) and len(chunk) < 256:
+                        chunk.append(encode(more.type, more.obj, more.raw))
+                        more = watcher.ready_item()
+                    yield b"".join(chunk)
+                    if more is None:
+                        continue
+                    item = more
+                if isinstance(item, CacheEvent):
                     yield encode(item.type, item.obj, item.raw)
                 elif isinstance(item, Bookmark):
                     if bookmarks:

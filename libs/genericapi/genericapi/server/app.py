@@ -8,11 +8,12 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any
 
 import orjson
 import uvicorn
+import uvloop
 from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.requests import Request
@@ -100,6 +101,11 @@ def _single_check(health: HealthChecks, kind: str, _handler: Any) -> Callable[[R
     return one
 
 
+def run_forever(main: Coroutine[Any, Any, None]) -> None:
+    """Run a service on uvloop (uvicorn's ``loop=`` only applies to loops uvicorn creates)."""
+    uvloop.run(main)
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: ``serve`` orders the shutdown itself."""
 
@@ -115,7 +121,7 @@ async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
     """Run until SIGTERM/SIGINT: readyz turns false, a short delay, then stop accepting,
     let in-flight requests finish (bounded), end watches, exit (kube-apiserver's order)."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                            loop="uvloop", http=http_protocol, timeout_graceful_shutdown=int(graceful_timeout),
+                            loop="none", http=http_protocol, timeout_graceful_shutdown=int(graceful_timeout),
                             access_log=False, timeout_keep_alive=60, **(ssl_options or {}))
     server = _Server(config)
     loop = asyncio.get_running_loop()

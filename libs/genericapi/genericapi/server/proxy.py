@@ -29,13 +29,15 @@ HOP_BY_HOP = frozenset({
 UpstreamPicker = Callable[[Scope], list[str]]
 
 
-def _forward_headers(scope: Scope, extra: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for raw_k, raw_v in scope["headers"]:
-        k = raw_k.decode("latin-1").lower()
-        if k in HOP_BY_HOP or k.startswith("x-remote-"):
-            continue
-        out.append((k, raw_v.decode("latin-1")))
+def _forward_headers(scope: Scope, extra: Iterable[tuple[str, str]],
+                     drop: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """Request headers for the upstream: no hop-by-hop headers (including those the client's
+    ``Connection`` header names, as Go's ReverseProxy does), no client ``X-Remote-*``, nothing
+    in ``drop``; then ``extra`` (the authenticated user)."""
+    headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+    named = {t.strip().lower() for k, v in headers if k == "connection" for t in v.split(",") if t.strip()}
+    out = [(k, v) for k, v in headers
+           if k not in HOP_BY_HOP and k not in named and k not in drop and not k.startswith("x-remote-")]
     out.extend(extra)
     return out
 
@@ -49,11 +51,12 @@ class ReverseProxy:
 
     def __init__(self, pick: UpstreamPicker, ssl_context: ssl.SSLContext | None = None,
                  header_source: Callable[[Scope], list[tuple[str, str]]] | None = None,
-                 limit: int = 0) -> None:
+                 limit: int = 0, drop_headers: Iterable[str] = ()) -> None:
         self._pick = pick
         self._ssl = ssl_context
         self._header_source = header_source
         self._limit = limit
+        self._drop = frozenset(h.lower() for h in drop_headers)
         self._session: aiohttp.ClientSession | None = None
         self._unix_sessions: dict[str, aiohttp.ClientSession] = {}
         self._rr = 0
@@ -98,7 +101,7 @@ class ReverseProxy:
         upstreams = self._pick(scope)
         body = await _read_body(receive)
         extra = self._header_source(scope) if self._header_source else []
-        headers = _forward_headers(scope, extra)
+        headers = _forward_headers(scope, extra, self._drop)
         path = scope.get("raw_path") or scope["path"].encode()
         target = path.decode("latin-1")
         if scope.get("query_string"):

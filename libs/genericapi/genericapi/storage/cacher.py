@@ -73,14 +73,26 @@ WatchItem = CacheEvent | Bookmark | WatchClosed
 
 @dataclass(eq=False)
 class CacheWatcher:
-    """One client watch. Read with ``await next_item(timeout)``; close with ``close()``."""
+    """One client watch. Read with ``await next_item(wait)``; close with ``close()``.
+
+    Items wait in a deque with one future to wake the reader: cheaper per event than an
+    ``asyncio.Queue`` read through ``wait_for`` (a task and a timer per read), which matters
+    when one change fans out to thousands of watchers.
+    """
 
     cache: WatchCache
     predicate: Predicate | None
     max_queue: int = 10_000
-    queue: asyncio.Queue[WatchItem] = field(default_factory=asyncio.Queue)
+    items: deque[WatchItem] = field(default_factory=deque)
     last_revision: int = 0
     closed: bool = False
+    _waiter: asyncio.Future[None] | None = None
+
+    def _push(self, item: WatchItem) -> None:
+        self.items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def offer(self, event: CacheEvent) -> None:
         """Called by the cache for every change; filters and queues without blocking."""
@@ -89,12 +101,12 @@ class CacheWatcher:
         item = self._filter(event)
         if item is None:
             return
-        if self.queue.qsize() >= self.max_queue:
+        if len(self.items) >= self.max_queue:
             # A watcher that cannot keep up is ended, as kube-apiserver does; the client
             # re-establishes it from its last resourceVersion.
             self.terminate(None)
             return
-        self.queue.put_nowait(item)
+        self._push(item)
 
     def _filter(self, event: CacheEvent) -> CacheEvent | None:
         pred = self.predicate
@@ -116,24 +128,36 @@ class CacheWatcher:
     def terminate(self, error: StorageError | None) -> None:
         if not self.closed:
             self.closed = True
-            self.queue.put_nowait(WatchClosed(error))
+            self._push(WatchClosed(error))
 
-    async def next_item(self, wait: float | None) -> WatchItem | None:
-        """The next item, or None when ``wait`` seconds pass without one."""
-        try:
-            if wait is None:
-                item = await self.queue.get()
-            else:
-                item = await asyncio.wait_for(self.queue.get(), wait)
-        except TimeoutError:
+    def ready_item(self) -> WatchItem | None:
+        """The next item if one is already waiting (no suspension)."""
+        if not self.items:
             return None
+        item = self.items.popleft()
         if isinstance(item, CacheEvent):
             self.last_revision = item.revision
         return item
 
+    async def next_item(self, wait: float | None) -> WatchItem | None:
+        """The next item, or None when ``wait`` seconds pass without one."""
+        if not self.items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                if wait is None:
+                    await waiter
+                else:
+                    async with asyncio.timeout(wait):
+                        await waiter
+            except TimeoutError:
+                return None
+            finally:
+                self._waiter = None
+        return self.ready_item()
+
     def bookmark(self) -> Bookmark:
         """A bookmark at the newest revision this watcher is known to have caught up with."""
-        rev = max(self.last_revision, self.cache.revision if self.queue.empty() else 0)
+        rev = max(self.last_revision, self.cache.revision if not self.items else 0)
         self.last_revision = rev
         return Bookmark(rev)
 
@@ -159,7 +183,6 @@ class WatchCache:
         self._watchers: set[CacheWatcher] = set()
         self._ready = asyncio.Event()
         self._progress = asyncio.Condition()
-        self._progress_requests: asyncio.Queue[None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -212,8 +235,7 @@ class WatchCache:
                     need_list = False
                     self._ready.set()
                     await self._notify_progress()
-                async for batch in self._client.watch(self._prefix, self.revision + 1,
-                                                      self._progress_requests):
+                async for batch in self._client.watch(self._prefix, self.revision + 1):
                     await self._apply(batch)
                     backoff = 0.05
             except asyncio.CancelledError:
@@ -254,8 +276,6 @@ class WatchCache:
             self.revision = ev.mod_revision
             for w in tuple(self._watchers):
                 w.offer(event)
-        if batch.revision > self.revision and not batch.events:
-            self.revision = batch.revision
         await self._notify_progress()
 
     async def _notify_progress(self) -> None:
@@ -263,21 +283,37 @@ class WatchCache:
             self._progress.notify_all()
 
     async def wait_for_revision(self, revision: int) -> None:
-        """Wait (bounded) until the cache has seen ``revision``; else FutureRevisionError.
+        """Wait (bounded) until the cache is as fresh as ``revision``; else FutureRevisionError.
 
-        Other resources' writes move etcd's revision too, so the cache asks its etcd watch for
-        a progress notification rather than waiting for an event of its own.
+        Other resources' writes move etcd's revision too, so waiting for an event of our own
+        could take forever. Instead etcd is asked whether anything under our prefix changed
+        after what the cache has seen, up to ``revision``: if nothing did (no key modified
+        since, same number of keys), the cache already is the state at ``revision``.
         """
-        if revision <= self.revision:
-            return
-        if self._progress_requests.empty():
-            self._progress_requests.put_nowait(None)
-        try:
-            async with asyncio.timeout(self._future_wait):
-                async with self._progress:
-                    await self._progress.wait_for(lambda: self.revision >= revision)
-        except TimeoutError:
-            raise FutureRevisionError(revision, self.revision) from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._future_wait
+        while self.revision < revision:
+            seen, size = self.revision, len(self._store)
+            try:
+                changed = await self._client.count(self._prefix, prefix_end(self._prefix), revision,
+                                                   min_mod_revision=seen + 1)
+                total = await self._client.count(self._prefix, prefix_end(self._prefix), revision)
+            except TooOldRevisionError:
+                changed, total = 1, -1
+            if self.revision >= revision:
+                return
+            if changed == 0 and total == size and self.revision == seen:
+                self.revision = revision
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise FutureRevisionError(revision, self.revision)
+            try:
+                async with asyncio.timeout(min(remaining, 0.05)):
+                    async with self._progress:
+                        await self._progress.wait_for(lambda: self.revision >= revision)
+            except TimeoutError:
+                continue
 
     # -- serving ----------------------------------------------------------------------
     def get(self, key: bytes) -> CachedObject | None:
@@ -307,9 +343,9 @@ class WatchCache:
                 raise FutureRevisionError(start_revision, self.revision)
             for c in sorted(self._store.values(), key=lambda c: c.key):
                 if pred is None or pred(c.obj):
-                    watcher.queue.put_nowait(CacheEvent("ADDED", c.key, c.obj, c.raw, None, c.revision))
+                    watcher.items.append(CacheEvent("ADDED", c.key, c.obj, c.raw, None, c.revision))
             if initial_events:
-                watcher.queue.put_nowait(Bookmark(self.revision, initial_events_end=True))
+                watcher.items.append(Bookmark(self.revision, initial_events_end=True))
             watcher.last_revision = self.revision
         else:
             assert start_revision is not None

@@ -148,9 +148,11 @@ class EtcdClient:
                 resp.header.revision,  # type: ignore[attr-defined]
                 bool(resp.more))  # type: ignore[attr-defined]
 
-    async def count(self, start: bytes, end: bytes, revision: int = 0) -> int:
+    async def count(self, start: bytes, end: bytes, revision: int = 0, min_mod_revision: int = 0) -> int:
+        """How many keys in ``[start, end)`` at ``revision``, optionally only those modified at or
+        after ``min_mod_revision``."""
         resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
-                                                          count_only=True))
+                                                          count_only=True, min_mod_revision=min_mod_revision))
         return int(resp.count)  # type: ignore[attr-defined]
 
     async def current_revision(self) -> int:
@@ -217,31 +219,23 @@ class EtcdClient:
         await self._call("Compact", rpc.CompactionRequest(revision=revision, physical=True))
 
     # -- watch ------------------------------------------------------------------------
-    async def watch(self, prefix: bytes, start_revision: int,
-                    progress: asyncio.Queue[None] | None = None) -> AsyncIterator[WatchBatch]:
-        """Changes under ``prefix`` from ``start_revision`` on, with progress notifications.
+    async def watch(self, prefix: bytes, start_revision: int) -> AsyncIterator[WatchBatch]:
+        """Changes under ``prefix`` from ``start_revision`` on.
 
-        Each item put on ``progress`` asks etcd for a progress notification: an empty batch
-        carrying the store's current revision once the watch has caught up with it (what
-        kube-apiserver uses to serve consistent reads from its watch cache).
+        Progress notifications are not requested: etcd before 3.5.8 may send one ahead of
+        events it has not yet delivered (etcd issue 15220), so they cannot prove freshness.
         Raises TooOldRevisionError when ``start_revision`` was compacted, StorageUnavailable
         when the stream breaks (the caller restarts from its last revision).
         """
         client = await self._connect()
         stub = rpc.WatchStub(client.channel)
         create = rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
-            key=prefix, range_end=prefix_end(prefix), start_revision=start_revision,
-            progress_notify=True, prev_kv=True))
+            key=prefix, range_end=prefix_end(prefix), start_revision=start_revision, prev_kv=True))
         stop = asyncio.Event()
 
         async def requests() -> AsyncIterator[rpc.WatchRequest]:
             yield create
-            if progress is None:
-                await stop.wait()
-                return
-            while not stop.is_set():
-                await progress.get()
-                yield rpc.WatchRequest(progress_request=rpc.WatchProgressRequest())
+            await stop.wait()
 
         call = stub.Watch(requests())
         try:
@@ -250,8 +244,8 @@ class EtcdClient:
                     raise TooOldRevisionError(start_revision, resp.compact_revision)
                 if resp.canceled:
                     raise StorageUnavailable(f"etcd watch canceled: {resp.cancel_reason}")
-                if resp.created and not resp.events:
-                    continue
+                if not resp.events:
+                    continue  # created confirmations and progress notifications
                 events = tuple(
                     WatchEvent(
                         "DELETE" if ev.type == rpc.Event.DELETE else "PUT",
