@@ -245,3 +245,24 @@ async def test_etcd_unreachable_is_storage_unavailable() -> None:
     with pytest.raises(serrors.UnavailableError):
         await c.current_revision()
     await c.close()
+
+
+async def test_consistent_list_is_fresh_when_other_resources_move_the_revision(
+        store: Store, client: EtcdClient) -> None:
+    await store.create("fresh", cm("a"))
+    for i in range(3):  # writes elsewhere: etcd's revision moves, this resource's does not
+        await client.put(f"/elsewhere/{i}".encode(), b"x")
+    res = await store.list("fresh", ListOptions())
+    assert [o["metadata"]["name"] for o, _ in res.items] == ["a"]
+    assert res.revision == await client.current_revision()
+    await client.delete_prefix(b"/elsewhere/")
+
+
+async def test_consistent_list_sees_a_delete_made_directly_in_etcd(store: Store, client: EtcdClient) -> None:
+    await store.create("gone", cm("a"))
+    await store.create("gone", cm("b"))
+    kv, _ = await client.get(store.key("gone", "b"))
+    assert kv is not None
+    await client.delete(store.key("gone", "b"), kv.mod_revision)
+    res = await store.list("gone", ListOptions())
+    assert [o["metadata"]["name"] for o, _ in res.items] == ["a"]

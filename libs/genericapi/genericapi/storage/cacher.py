@@ -295,8 +295,8 @@ class WatchCache:
         while self.revision < revision:
             seen, size = self.revision, len(self._store)
             try:
-                changed = await self._client.count(self._prefix, prefix_end(self._prefix), revision,
-                                                   min_mod_revision=seen + 1)
+                changed = await self._client.count_modified_since(self._prefix, prefix_end(self._prefix),
+                                                                  revision, seen + 1)
                 total = await self._client.count(self._prefix, prefix_end(self._prefix), revision)
             except TooOldRevisionError:
                 changed, total = 1, -1

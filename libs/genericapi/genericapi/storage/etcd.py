@@ -148,12 +148,19 @@ class EtcdClient:
                 resp.header.revision,  # type: ignore[attr-defined]
                 bool(resp.more))  # type: ignore[attr-defined]
 
-    async def count(self, start: bytes, end: bytes, revision: int = 0, min_mod_revision: int = 0) -> int:
-        """How many keys in ``[start, end)`` at ``revision``, optionally only those modified at or
-        after ``min_mod_revision``."""
+    async def count(self, start: bytes, end: bytes, revision: int = 0) -> int:
+        """How many keys in ``[start, end)`` at ``revision``."""
         resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
-                                                          count_only=True, min_mod_revision=min_mod_revision))
+                                                          count_only=True))
         return int(resp.count)  # type: ignore[attr-defined]
+
+    async def count_modified_since(self, start: bytes, end: bytes, revision: int, min_mod_revision: int) -> int:
+        """How many keys in ``[start, end)`` at ``revision`` were modified at or after
+        ``min_mod_revision``. (etcd ignores revision filters on count-only ranges, so this
+        reads the keys, without values.)"""
+        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
+                                                          keys_only=True, min_mod_revision=min_mod_revision))
+        return len(resp.kvs)  # type: ignore[attr-defined]
 
     async def current_revision(self) -> int:
         resp = await self._call("Range", rpc.RangeRequest(key=b"\0", limit=1, keys_only=True))
