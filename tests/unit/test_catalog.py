@@ -9,7 +9,6 @@ listed here explicitly and the 1.33 schema decides.
 from __future__ import annotations
 
 import importlib.resources
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +31,7 @@ from coreapi.catalog import (
 )
 from coreapi.catalog_priorities import sort_group_versions, sort_versions_by_kube_priority
 from genericapi.apimachinery.resources import STANDARD_VERBS, ResourceInfo
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_DIR = Path(os.environ.get("KUBECHAIN_SHARED_DIR", str(REPO_ROOT.parent / "shared")))
-DISCOVERY_DIR = SHARED_DIR / "k8s-reference" / "api" / "discovery"
+from support.reference import DISCOVERY_DIR
 
 #: Subresources the catalog models; the reference's others (log, exec, proxy...) are not served.
 MODELLED_SUBRESOURCES = {"status", "scale", "approval"}

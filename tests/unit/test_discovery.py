@@ -8,8 +8,6 @@ and the captured reference documents agree, whole entries are compared with the 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,10 +23,7 @@ from genericapi.server.discovery import (
     api_subresource,
     wants_aggregated,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_DIR = Path(os.environ.get("KUBECHAIN_SHARED_DIR", str(REPO_ROOT.parent / "shared")))
-DISCOVERY_DIR = SHARED_DIR / "k8s-reference" / "api" / "discovery"
+from support.reference import DISCOVERY_DIR
 
 KUBECTL_ACCEPT = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"

@@ -34,12 +34,25 @@ def _schema_file(kubernetes_version: str) -> Path:
     return path
 
 
+_NODE_TYPES: dict[int, tuple[Mapping[str, Any], frozenset[str]]] = {}
+
+
 def node_types(node: Mapping[str, Any]) -> frozenset[str]:
     """JSON types a (resolved) schema node admits, ignoring ``null``.
 
     ``oneOf`` alternatives (IntOrString, Quantity) contribute all their types. An empty set
-    means "anything goes" (no type constraint).
+    means "anything goes" (no type constraint). Memoized per node (it runs for every field of
+    every validated object); the node is kept with its entry so its id cannot be reused.
     """
+    cached = _NODE_TYPES.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    result = _node_types(node)
+    _NODE_TYPES[id(node)] = (node, result)
+    return result
+
+
+def _node_types(node: Mapping[str, Any]) -> frozenset[str]:
     declared = node.get("type")
     out: set[str] = set()
     if isinstance(declared, str):
