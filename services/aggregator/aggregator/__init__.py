@@ -1,0 +1,1 @@
+"""The aggregator: the gateway in front of the chain (``python -m aggregator``)."""

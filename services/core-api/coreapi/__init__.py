@@ -1,0 +1,1 @@
+"""core-api: the built-in Kubernetes resources (``python -m coreapi``)."""
