@@ -117,7 +117,9 @@ def test_field_validation_modes(chain: ChainHandle) -> None:
     status, _ = chain.json("POST", base + "?fieldValidation=Ignore", dict(cm("fv-ignore"), bogus=1))
     assert status == 201
     status, body = chain.json("POST", base + "?fieldValidation=Loud", cm("fv-bad"))
-    assert status == 400
+    assert status == 422 and body["message"] == ('CreateOptions.meta.k8s.io "" is invalid: fieldValidation: '
+                                                 'Unsupported value: "Loud": supported values: "", "Ignore", '
+                                                 '"Strict", "Warn"')
 
 
 def test_dry_run_and_generate_name(chain: ChainHandle) -> None:
@@ -126,7 +128,8 @@ def test_dry_run_and_generate_name(chain: ChainHandle) -> None:
     assert status == 201 and body["metadata"]["uid"]
     assert chain.json("GET", f"{base}/dry-http")[0] == 404
     status, body = chain.json("POST", base + "?dryRun=Maybe", cm("dry-bad"))
-    assert status == 400
+    assert status == 422 and body["details"]["kind"] == "CreateOptions"
+    assert 'dryRun: Unsupported value: []string{"Maybe"}: supported values: "All"' in body["message"]
     gen = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
     status, body = chain.json("POST", base, gen)
     assert status == 201 and body["metadata"]["name"].startswith("gen-") and len(body["metadata"]["name"]) == 9

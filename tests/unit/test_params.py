@@ -208,8 +208,6 @@ def test_field_validation_unknown_value() -> None:
     assert '"Ignore"' in err.message and '"Strict"' in err.message and '"Warn"' in err.message
 
 
-@pytest.mark.xfail(strict=True, reason="kube-apiserver answers 422 CreateOptions.meta.k8s.io (ValidateCreateOptions), "
-                                      "values are case-sensitive and the list includes \"\"")
 def test_field_validation_matches_kube() -> None:
     with pytest.raises(APIError) as info:
         field_validation({"fieldValidation": "strict"})

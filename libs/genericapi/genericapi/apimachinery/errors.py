@@ -14,8 +14,14 @@ from typing import Any
 import orjson
 
 
+class GoRendered(str):
+    """A value already written the way Go prints it (e.g. ``[]string{"x"}``): shown as is."""
+
+
 def _quote(value: Any) -> str:
     """Render a value the way Go's ``%#v``-ish field error formatting does for common types."""
+    if isinstance(value, GoRendered):
+        return str(value)
     if isinstance(value, str):
         return orjson.dumps(value).decode()
     if value is None:

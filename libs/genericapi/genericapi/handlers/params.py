@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import fields, labels
 from genericapi.apimachinery.resources import ResourceInfo
@@ -28,28 +30,36 @@ def int_param(params: Mapping[str, str], name: str) -> int | None:
         raise apierrors.bad_request(f'invalid value for {name}: "{value}"') from None
 
 
-def dry_run(params: Mapping[str, str]) -> bool:
-    value = params.get("dryRun")
-    if value is None:
+#: The options kind kube-apiserver validates a write's query against, by HTTP method.
+OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions",
+                "DELETE": "DeleteOptions"}
+
+
+def dry_run(params: Mapping[str, str], options_kind: str = "CreateOptions") -> bool:
+    values = params.getlist("dryRun") if hasattr(params, "getlist") else \
+        ([params["dryRun"]] if "dryRun" in params else [])
+    if not values:
         return False
-    if value != "All":
-        raise apierrors.bad_request(
-            f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    if any(v != "All" for v in values):
+        shown = ", ".join(orjson.dumps(v).decode() for v in values)
+        raise apierrors.invalid_object("meta.k8s.io", options_kind, "", [apierrors.FieldError(
+            "FieldValueNotSupported", "dryRun", 'supported values: "All"',
+            apierrors.GoRendered(f"[]string{{{shown}}}"), True)])
     return True
 
 
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 
 
-def field_validation(params: Mapping[str, str]) -> str:
+def field_validation(params: Mapping[str, str], options_kind: str = "CreateOptions") -> str:
+    """The fieldValidation directive (default Warn); values are case-sensitive as in kube."""
     value = params.get("fieldValidation", "")
     if not value:
         return "Warn"
-    for choice in FIELD_VALIDATION:
-        if value.lower() == choice.lower():
-            return choice
-    raise apierrors.bad_request(
-        f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"')
+    if value in FIELD_VALIDATION:
+        return value
+    raise apierrors.invalid_object("meta.k8s.io", options_kind, "", [
+        apierrors.not_supported("fieldValidation", value, ["", *sorted(FIELD_VALIDATION)])])
 
 
 def list_options(info: ResourceInfo, params: Mapping[str, str], name: str = "") -> ListOptions:

@@ -69,8 +69,9 @@ async def list_or_watch(t: Target, request: Request) -> Response:
 
 async def create(t: Target, request: Request) -> Response:
     params = request.query_params
-    validation = qp.field_validation(params)
-    dry = qp.dry_run(params)
+    kind = qp.OPTIONS_KIND[request.method]
+    validation = qp.field_validation(params, kind)
+    dry = qp.dry_run(params, kind)
     out = _output(request)
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
     warnings = check_fields(t.store.strategy, obj, validation, duplicates)
@@ -82,8 +83,9 @@ async def create(t: Target, request: Request) -> Response:
 
 async def update(t: Target, request: Request) -> Response:
     params = request.query_params
-    validation = qp.field_validation(params)
-    dry = qp.dry_run(params)
+    kind = qp.OPTIONS_KIND[request.method]
+    validation = qp.field_validation(params, kind)
+    dry = qp.dry_run(params, kind)
     out = _output(request)
     if t.subresource == "scale":
         obj, duplicates = await read_object(request, None, validation != "Ignore",
@@ -100,8 +102,9 @@ async def update(t: Target, request: Request) -> Response:
 
 async def patch(t: Target, request: Request) -> Response:
     params = request.query_params
-    validation = qp.field_validation(params)
-    dry = qp.dry_run(params)
+    kind = qp.OPTIONS_KIND[request.method]
+    validation = qp.field_validation(params, kind)
+    dry = qp.dry_run(params, kind)
     out = _output(request)
     ctype = media_type(request)
     raw = await read_bytes(request)
