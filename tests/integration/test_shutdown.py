@@ -11,6 +11,7 @@ import socket
 import ssl
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -189,3 +190,30 @@ def test_sigterm_drains_core_api(own_chain: Chain) -> None:
         pytest.fail(f"core-api did not exit within {DEADLINE}s of SIGTERM: {err}")
     assert code == 0
     assert time.monotonic() - sent_at < DEADLINE + 1
+
+
+def test_sigterm_drains_the_gateway(own_chain: Chain) -> None:
+    chain = own_chain
+    ctx = chain.ssl_context()
+    watch = WatchReader(http.client.HTTPSConnection("127.0.0.1", chain.port, context=ctx, timeout=30),
+                        "/api/v1/namespaces/default/configmaps?watch=1")
+    watch.start()
+    assert watch.status == 200, watch.error
+    gateway = chain.processes["aggregator"]
+    sent_at = time.monotonic()
+    gateway.send_signal(signal.SIGTERM)
+    # Not ready during the delay, then the open watch ends cleanly and the process exits 0.
+    statuses: list[int] = []
+    while time.monotonic() - sent_at < SHUTDOWN_DELAY * 0.75:
+        try:
+            with urllib.request.urlopen(chain.server_url + "/readyz", context=ctx, timeout=2) as r:
+                statuses.append(r.status)
+        except urllib.error.HTTPError as err:
+            statuses.append(err.code)
+            break
+        time.sleep(0.05)
+    assert 500 in statuses, f"gateway readyz during the shutdown delay: {statuses}"
+    assert watch.join(DEADLINE), "the watch through the gateway did not end"
+    assert watch.error is None, f"the watch broke instead of ending: {watch.error!r}"
+    assert gateway.wait(DEADLINE) == 0
+    assert time.monotonic() - sent_at < DEADLINE

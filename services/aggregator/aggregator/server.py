@@ -212,5 +212,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}
+    async def end_watches() -> None:
+        gateway.proxy.end_streams()
+
     await serve(app, health, host=config.bind_address, port=config.secure_port, ssl_options=ssl_options,
-                shutdown_delay=shutdown_delay, http_protocol=ClientCertProtocol)
+                shutdown_delay=shutdown_delay, http_protocol=ClientCertProtocol, before_exit=end_watches)

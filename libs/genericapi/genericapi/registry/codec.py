@@ -1,20 +1,31 @@
 """How objects are stored: the served JSON without ``resourceVersion`` (etcd's revision is it).
 
 The stored value never carries its own revision; reading sets ``metadata.resourceVersion`` to
-the key's ``mod_revision``, as kube-apiserver's storage layer does.
+the key's ``mod_revision``, as kube-apiserver's storage layer does. A resource served at a
+version other than its storage version (events.k8s.io/v1 Events over core v1 Events) gets a
+codec with a conversion pair, so storage always holds the storage version.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+Converter = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class JsonCodec:
     """Encode objects for etcd and decode them with the revision they were read at."""
 
+    def __init__(self, to_storage: Converter | None = None, from_storage: Converter | None = None) -> None:
+        self._to_storage = to_storage
+        self._from_storage = from_storage
+
     def encode(self, obj: dict[str, Any]) -> bytes:
+        if self._to_storage is not None:
+            obj = self._to_storage(obj)
         meta = obj.get("metadata")
         if isinstance(meta, dict) and "resourceVersion" in meta:
             meta = {k: v for k, v in meta.items() if k != "resourceVersion"}
@@ -23,6 +34,8 @@ class JsonCodec:
 
     def decode(self, value: bytes, revision: int) -> tuple[dict[str, Any], bytes]:
         obj = orjson.loads(value)
+        if self._from_storage is not None:
+            obj = self._from_storage(obj)
         if revision:
             meta = obj.setdefault("metadata", {})
             meta["resourceVersion"] = str(revision)

@@ -50,12 +50,13 @@ class Store:
     """Storage and semantics of one resource (all namespaces)."""
 
     def __init__(self, info: ResourceInfo, strategy: Strategy, client: EtcdClient, key_prefix: str,
-                 admission: list[AdmissionHook] | None = None, watch_cache_size: int = 10_000) -> None:
+                 admission: list[AdmissionHook] | None = None, watch_cache_size: int = 10_000,
+                 codec: JsonCodec | None = None) -> None:
         self.info = info
         self.strategy = strategy
         self.client = client
         self.key_prefix = key_prefix.rstrip("/")
-        self.codec = JsonCodec()
+        self.codec = codec or JsonCodec()
         self.cache = WatchCache(client, (self.key_prefix + "/").encode(), self.codec, window=watch_cache_size)
         self.admission: list[AdmissionHook] = admission if admission is not None else []
         #: Whether a garbage collector honours orphan/foreground deletion finalizers.

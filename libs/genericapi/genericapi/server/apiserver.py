@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.registry.codec import JsonCodec
 from genericapi.registry.store import AdmissionHook, Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
@@ -150,9 +151,10 @@ class GenericAPIServer:
     async def _started_ok(self) -> bool:
         return self._started.is_set()
 
-    def install(self, info: ResourceInfo, strategy: Strategy, key_prefix: str) -> Store:
+    def install(self, info: ResourceInfo, strategy: Strategy, key_prefix: str,
+                codec: JsonCodec | None = None) -> Store:
         store = Store(info, strategy, self.etcd, f"{self.config.etcd_prefix.rstrip('/')}/{key_prefix}",
-                      self.admission, watch_cache_size=self.config.watch_cache_size)
+                      self.admission, watch_cache_size=self.config.watch_cache_size, codec=codec)
         self.stores.append(store)
         self.by_resource[(info.group, info.plural)] = store
         return store

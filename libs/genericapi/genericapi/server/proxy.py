@@ -59,6 +59,7 @@ class ReverseProxy:
         self._drop = frozenset(h.lower() for h in drop_headers)
         self._session: aiohttp.ClientSession | None = None
         self._unix_sessions: dict[str, aiohttp.ClientSession] = {}
+        self._streams: set[asyncio.Task[None]] = set()
         self._rr = 0
 
     def session(self, base: str = "") -> aiohttp.ClientSession:
@@ -89,7 +90,13 @@ class ReverseProxy:
                                           timeout=aiohttp.ClientTimeout(total=limit_seconds)) as resp:
             return resp.status, await resp.read()
 
+    def end_streams(self) -> None:
+        """End every streaming response (watches) cleanly: used on graceful shutdown."""
+        for task in list(self._streams):
+            task.cancel()
+
     async def close(self) -> None:
+        self.end_streams()
         if self._session is not None:
             await self._session.close()
         for unix in self._unix_sessions.values():
@@ -155,6 +162,8 @@ class ReverseProxy:
 
         pump_task = asyncio.create_task(pump())
         watch_task = asyncio.create_task(disconnected())
+        self._streams.add(pump_task)
+        pump_task.add_done_callback(self._streams.discard)
         try:
             await asyncio.wait({pump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
