@@ -339,3 +339,26 @@ def test_metrics_count_requests(chain: ChainHandle) -> None:
                if line.startswith("apiserver_request_total{") and 'resource="configmaps"' in line
                and 'verb="LIST"' in line and 'code="200"' in line]
     assert counted and float(counted[0].rsplit(" ", 1)[1]) >= 1
+
+
+def test_legacy_watch_path_and_all_namespaces_list(chain: ChainHandle) -> None:
+    chain.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    _s, created = chain.json("POST", "/api/v1/namespaces/other/configmaps", cm("everywhere"))
+    status, body = chain.json("GET", "/api/v1/configmaps")
+    assert status == 200 and ("other", "everywhere") in {
+        (i["metadata"]["namespace"], i["metadata"]["name"]) for i in body["items"]}
+    rv = int(created["metadata"]["resourceVersion"]) - 1
+    status, _h, data = chain.request(
+        "GET", f"/api/v1/watch/namespaces/other/configmaps/everywhere?resourceVersion={rv}&timeoutSeconds=1")
+    events = [json.loads(line) for line in data.splitlines()]
+    assert status == 200 and [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "everywhere")]
+    status, _h, data = chain.request("GET", "/api/v1/watch/configmaps?timeoutSeconds=1")
+    assert status == 200 and b'"everywhere"' in data  # all namespaces, initial state first
+    status, body = chain.json("GET", "/api/v1/pods/some-pod")  # namespaced objects need a namespace
+    assert status == 404
+
+
+def test_pretty_output(chain: ChainHandle) -> None:
+    status, _h, body = chain.request("GET", "/api/v1/namespaces/default?pretty=true")
+    assert status == 200 and body.startswith(b'{\n  "') and body.endswith(b"\n")
