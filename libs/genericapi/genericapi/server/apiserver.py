@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
+from genericapi.apimachinery import k8sproto
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.registry.codec import JsonCodec
 from genericapi.registry.store import AdmissionHook, Store
@@ -126,6 +127,7 @@ class GenericAPIServer:
         self._storage_hash = storage_hash
         self._definitions = definitions or {}
         self._started = asyncio.Event()
+        self._warm: asyncio.Future[object] | None = None
         self.delegate: ReverseProxy | None = None
         if config.delegate_urls:
             ctx = client_ssl_context(config.client_ca_file, config.proxy_client_cert_file,
@@ -173,6 +175,8 @@ class GenericAPIServer:
         for hook in self.post_start:
             await hook(self)
         asyncio.get_running_loop().create_task(self.openapi.warm())
+        # Load the protobuf descriptors off the event loop now, not on the first typed request.
+        self._warm = asyncio.get_running_loop().run_in_executor(None, k8sproto.registry)
         self._started.set()
         log.info("%s ready", self.config.name)
 
