@@ -362,3 +362,34 @@ def test_legacy_watch_path_and_all_namespaces_list(chain: ChainHandle) -> None:
 def test_pretty_output(chain: ChainHandle) -> None:
     status, _h, body = chain.request("GET", "/api/v1/namespaces/default?pretty=true")
     assert status == 200 and body.startswith(b'{\n  "') and body.endswith(b"\n")
+
+
+def test_events_are_one_resource_seen_through_two_apis(chain: ChainHandle) -> None:
+    core_event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "ev-one", "namespace": "default"},
+                  "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+                  "reason": "Started", "message": "hello", "type": "Normal", "count": 2,
+                  "source": {"component": "kubelet"}}
+    status, _ = chain.json("POST", "/api/v1/namespaces/default/events", core_event)
+    assert status == 201
+    status, ev = chain.json("GET", "/apis/events.k8s.io/v1/namespaces/default/events/ev-one")
+    assert status == 200 and ev["apiVersion"] == "events.k8s.io/v1"
+    assert ev["regarding"]["name"] == "p" and ev["note"] == "hello" and ev["deprecatedCount"] == 2
+    ev["note"] = "changed"
+    status, _ = chain.json("PUT", "/apis/events.k8s.io/v1/namespaces/default/events/ev-one", ev)
+    assert status == 200
+    status, back = chain.json("GET", "/api/v1/namespaces/default/events/ev-one")
+    assert back["message"] == "changed" and back["involvedObject"]["name"] == "p"
+
+
+def test_hpa_v1_and_v2_share_storage(chain: ChainHandle) -> None:
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 1, "maxReplicas": 5,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                        "type": "Utilization", "averageUtilization": 60}}}]}}
+    status, _ = chain.json("POST", "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers", hpa)
+    assert status == 201
+    status, v1 = chain.json("GET", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/web")
+    assert status == 200 and v1["spec"]["targetCPUUtilizationPercentage"] == 60
+    status, listed = chain.json("GET", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["web"]

@@ -7,10 +7,11 @@ import logging
 
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
+from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog
+from . import catalog, conversion
 from .admission import NamespaceLifecycle
 from .bootstrap import bootstrap
 from .strategies import strategy_for
@@ -19,15 +20,20 @@ log = logging.getLogger(__name__)
 
 
 def storage_key(info: ResourceInfo) -> str:
-    """``<resource>`` for the storage version of a resource, as kube-apiserver keys built-ins.
+    """``<resource>``: kube-apiserver keys built-ins by resource, whatever version serves them."""
+    return info.plural
 
-    Resources served at several versions or groups over one storage (events, HPAs) need
-    conversion between versions, which is not implemented yet: the non-storage versions are
-    kept under their own ``<group>/<version>/<resource>`` keys until it is.
-    """
-    if catalog.storage_group_version(info) == (info.group, info.version):
-        return info.plural
-    return f"{info.group or 'core'}/{info.version}/{info.plural}"
+
+def codec_for(info: ResourceInfo) -> JsonCodec | None:
+    """A converting codec for a resource served at a version other than its storage version
+    (events.k8s.io/v1 Events over core v1, autoscaling/v1 HPAs over autoscaling/v2)."""
+    conv = conversion.storage_conversion(info.group, info.version, info.plural)
+    if conv is None:
+        # Stored as served (ipaddresses and servicecidrs: kube stores v1beta1, which has the
+        # same shape and is not served here).
+        return None
+    _group, _version, to_storage, from_storage = conv
+    return JsonCodec(to_storage, from_storage)
 
 
 def _order_key(group: str, version: str) -> tuple[int, int, str, str]:
@@ -45,7 +51,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443) -> GenericAPISer
         definitions=schemas.definitions,
     )
     for info in catalog.BUILTIN_RESOURCES:
-        server.install(info, strategy_for(info, schemas), storage_key(info))
+        server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
     server.admission.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
 
     async def run_bootstrap(s: GenericAPIServer) -> None:

@@ -208,9 +208,15 @@ class _Walker:
                 continue
             self.walk(child, child_node, child_path, struct_name, [*go_path, key])
         top_level = not path
+        if path == "status" or path.startswith(("status.", "status[")):
+            # Status is written by controllers; kube-apiserver never rejects an object for a
+            # status field the schema lists as required (those lists mean "no omitempty").
+            return
         for required in resolved.get("required", ()):
             if top_level and required in ("metadata", "apiVersion", "kind"):
                 continue
+            if _is_timestamp(props.get(required)):
+                continue  # Go writes zero times as null; a null timestamp is never a missing field
             if value.get(required) is None:
                 self.result.errors.append(errors.required(f"{path}.{required}" if path else required))
 
@@ -282,6 +288,14 @@ class _Walker:
                              if not (c.isalnum() and c.isascii()) and c not in "+/="), len(value))
             if self.result.decode_error is None:
                 self.result.decode_error = f"illegal base64 data at input byte {position}"
+
+
+_TIME_REFS = ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime")
+
+
+def _is_timestamp(node: dict[str, Any] | None) -> bool:
+    ref = SchemaCatalog.ref_name(node) if node else None
+    return ref in _TIME_REFS
 
 
 def validate_object(obj: dict[str, Any], catalog: SchemaCatalog, group: str, version: str,
