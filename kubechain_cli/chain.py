@@ -5,6 +5,7 @@ aggregator, wired with generated credentials. Used by ``kubechain up`` and by th
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import shutil
 import signal
@@ -20,6 +21,16 @@ from pathlib import Path
 
 import yaml
 from genericapi.server.certs import CertPaths, ensure_certificates
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the process that started the chain dies (Linux), so a
+    killed ``kubechain up`` or test run never leaves services behind."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def free_port() -> int:
@@ -75,7 +86,7 @@ class Chain:
         out = open(log_dir / f"{name}.log", "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                                start_new_session=True)
+                                                start_new_session=True, preexec_fn=_die_with_parent)
 
     def start(self, timeout: float = 60.0) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

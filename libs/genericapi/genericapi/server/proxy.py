@@ -1,8 +1,11 @@
-"""Streaming reverse proxy on aiohttp, as an ASGI app: delegation and the gateway's hot path.
+"""Streaming reverse proxy, as an ASGI app: delegation and the gateway's hot path.
 
-aiohttp is used rather than httpx: measured here as a concurrent proxy client plain httpx
-was about 10x slower (see bench/). Bodies stream both ways; a watch flows through unbuffered;
-hop-by-hop headers are dropped; the client's own ``X-Remote-*`` headers never pass.
+TCP upstreams (TLS across hosts) use aiohttp rather than httpx: measured as a concurrent proxy
+client, plain httpx was several times slower (bench/ prints both). Unix-socket upstreams (a
+backend on the same host) use the small pooled client in ``unixhttp``: A/B against aiohttp on
+the same chain it gave about 25% more creates/s and a GET ratio of 0.62-0.67 instead of 0.53-0.55.
+Bodies stream both ways; a watch flows through unbuffered; hop-by-hop headers are dropped; the
+client's own ``X-Remote-*`` headers never pass.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
 
 import aiohttp
 from starlette.types import Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
+
+from .unixhttp import UnixHTTPPool, UnixResponse, UpstreamClosed
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +65,7 @@ class ReverseProxy:
         self._drop = frozenset(h.lower() for h in drop_headers)
         self._session: aiohttp.ClientSession | None = None
         self._unix_sessions: dict[str, aiohttp.ClientSession] = {}
+        self._unix_pools: dict[str, UnixHTTPPool] = {}
         self._streams: set[asyncio.Task[None]] = set()
         self._rr = 0
 
@@ -97,6 +104,8 @@ class ReverseProxy:
 
     async def close(self) -> None:
         self.end_streams()
+        for pool in self._unix_pools.values():
+            pool.close()
         if self._session is not None:
             await self._session.close()
         for unix in self._unix_sessions.values():
@@ -121,6 +130,18 @@ class ReverseProxy:
         last_err: Exception | None = None
         for i in range(len(upstreams)):
             base = upstreams[(start + i) % len(upstreams)]
+            socket_path = unix_socket_path(base)
+            if socket_path is not None:
+                pool = self._unix_pools.get(socket_path)
+                if pool is None:
+                    pool = self._unix_pools[socket_path] = UnixHTTPPool(socket_path)
+                try:
+                    unix_resp = await pool.request(scope["method"], target, headers, body)
+                except (OSError, UpstreamClosed) as err:
+                    last_err = err
+                    continue
+                await self._relay_unix(unix_resp, receive, send)
+                return
             try:
                 resp = await self.session(base).request(
                     scope["method"], http_base(base) + target, headers=headers,
@@ -134,12 +155,53 @@ class ReverseProxy:
         await _send_error(send, apierrors.service_unavailable(
             f"the backend serving this request is unavailable: {last_err}"))
 
+    async def _relay_unix(self, resp: UnixResponse, receive: Receive, send: Send) -> None:
+        out_headers = [(k, v) for k, v in resp.headers if k.decode("latin-1") not in HOP_BY_HOP]
+        if resp.sized:
+            data = await resp.read()
+            out_headers.append((b"content-length", str(len(data)).encode()))
+            await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
+            await send({"type": "http.response.body", "body": data, "more_body": False})
+            return
+        await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
+
+        async def pump() -> None:
+            async for chunk in resp.iter_chunks():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+        finished = await self._stream(pump(), receive)
+        if not finished:
+            resp.close()
+        with contextlib.suppress(Exception):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stream(self, pump: Coroutine[Any, Any, None], receive: Receive) -> bool:
+        """Run ``pump`` until it ends, the client disconnects or shutdown ends streams; whether
+        the upstream body was read to its end."""
+
+        async def disconnected() -> None:
+            while True:
+                msg = await receive()
+                if msg["type"] == "http.disconnect":
+                    return
+
+        pump_task = asyncio.create_task(pump)
+        watch_task = asyncio.create_task(disconnected())
+        self._streams.add(pump_task)
+        pump_task.add_done_callback(self._streams.discard)
+        try:
+            await asyncio.wait({pump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (pump_task, watch_task):
+                t.cancel()
+            for t in (pump_task, watch_task):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+        return pump_task.done() and not pump_task.cancelled() and pump_task.exception() is None
+
     async def _relay(self, resp: aiohttp.ClientResponse, receive: Receive, send: Send) -> None:
-        out_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                       for k, v in resp.raw_headers_decoded() if k.lower() not in HOP_BY_HOP] \
-            if hasattr(resp, "raw_headers_decoded") else \
-            [(k.lower().encode("latin-1"), v.encode("latin-1"))
-             for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP]
+        out_headers = [(k.lower(), v) for k, v in resp.raw_headers
+                       if k.lower().decode("latin-1") not in HOP_BY_HOP]
         streaming = resp.headers.get("Content-Length") is None
         if not streaming:
             data = await resp.read()
@@ -154,24 +216,9 @@ class ReverseProxy:
             async for chunk in resp.content.iter_any():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
-        async def disconnected() -> None:
-            while True:
-                msg = await receive()
-                if msg["type"] == "http.disconnect":
-                    return
-
-        pump_task = asyncio.create_task(pump())
-        watch_task = asyncio.create_task(disconnected())
-        self._streams.add(pump_task)
-        pump_task.add_done_callback(self._streams.discard)
         try:
-            await asyncio.wait({pump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
+            await self._stream(pump(), receive)
         finally:
-            for t in (pump_task, watch_task):
-                t.cancel()
-            for t in (pump_task, watch_task):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
             resp.close()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
