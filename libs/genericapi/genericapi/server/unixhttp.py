@@ -142,10 +142,18 @@ class UnixHTTPPool:
         self.path = path
         self._idle: list[_Connection] = []
 
+    #: Idle connections kept for reuse; more (after a burst of watches ends) are closed.
+    max_idle = 256
+
     def release(self, conn: _Connection) -> None:
         if conn.closed or not conn.keep_alive:
             conn.abort()
             return
+        if len(self._idle) >= self.max_idle:
+            self._idle = [c for c in self._idle if not c.closed]
+            if len(self._idle) >= self.max_idle:
+                conn.abort()
+                return
         conn.parser = httptools.HttpResponseParser(conn)
         self._idle.append(conn)
 
