@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import shutil
 import ssl
 import sys
 import tempfile
@@ -218,6 +219,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         return results
     finally:
         chain.stop()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def main() -> None:

@@ -23,6 +23,10 @@ import yaml
 from genericapi.server.certs import CertPaths, ensure_certificates
 
 
+class EtcdExited(RuntimeError):
+    """The etcd this chain started exited during start-up (typically: its port was taken)."""
+
+
 def _die_with_parent() -> None:
     """In the child: get SIGTERM when the process that started the chain dies (Linux), so a
     killed ``kubechain up`` or test run never leaves services behind."""
@@ -34,9 +38,21 @@ def _die_with_parent() -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct loopback ports that were free a moment ago (all held open while choosing)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def etcd_binary() -> str:
@@ -88,21 +104,27 @@ class Chain:
         self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                                 start_new_session=True, preexec_fn=_die_with_parent)
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0, attempts: int = 3) -> None:
+        """Start everything and wait until the gateway is ready. Everything starts at once (the
+        services wait for etcd themselves); another process can take a chosen port before etcd
+        binds it, so a start whose etcd exited is retried on new ports."""
+        given_endpoints = self.etcd_endpoints
+        for attempt in range(attempts):
+            try:
+                self._start_once(timeout)
+                return
+            except EtcdExited:
+                self.stop()
+                self.etcd_endpoints = given_endpoints
+                if attempt + 1 == attempts:
+                    raise
+
+    def _start_once(self, timeout: float) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         paths = ensure_certificates(self.data_dir / "pki")
         endpoints = self.etcd_endpoints
         if not endpoints:
-            client, peer = free_port(), free_port()
-            endpoints = f"http://127.0.0.1:{client}"
-            self._spawn("etcd", [
-                etcd_binary(), "--name", "kubechain", "--data-dir", str(self.data_dir / "etcd"),
-                "--listen-client-urls", endpoints, "--advertise-client-urls", endpoints,
-                "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-                "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-                "--initial-cluster", f"kubechain=http://127.0.0.1:{peer}",
-                "--log-level", "warn", "--quota-backend-bytes", str(4 * 1024**3),
-            ])
+            endpoints = self._start_etcd()
         self.etcd_endpoints = endpoints
         common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
                   "--watch-bookmark-interval", str(self.bookmark_interval),
@@ -150,6 +172,19 @@ class Chain:
             stale.unlink()
         return run_dir
 
+    def _start_etcd(self) -> str:
+        client, peer = free_ports(2)
+        endpoints = f"http://127.0.0.1:{client}"
+        self._spawn("etcd", [
+            etcd_binary(), "--name", "kubechain", "--data-dir", str(self.data_dir / "etcd"),
+            "--listen-client-urls", endpoints, "--advertise-client-urls", endpoints,
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"kubechain=http://127.0.0.1:{peer}",
+            "--log-level", "warn", "--quota-backend-bytes", str(4 * 1024**3),
+        ])
+        return endpoints
+
     def ssl_context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=self.pki.ca)
         ctx.load_cert_chain(*self.pki.pair("admin"))
@@ -162,8 +197,9 @@ class Chain:
         while time.monotonic() < deadline:
             for name, proc in self.processes.items():
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {proc.returncode}; see its log in "
-                                       f"{(self.log_dir or self.data_dir / 'logs') / (name + '.log')}")
+                    error = EtcdExited if name == "etcd" else RuntimeError
+                    raise error(f"{name} exited with {proc.returncode}; see its log in "
+                                f"{(self.log_dir or self.data_dir / 'logs') / (name + '.log')}")
             try:
                 with urllib.request.urlopen(self.server_url + "/readyz", context=ctx, timeout=2) as r:
                     if r.status == 200:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubechain_cli.chain import Chain, etcd_binary, free_port
+from kubechain_cli.chain import Chain, etcd_binary, free_ports
 
 
 @dataclass
@@ -25,7 +25,7 @@ class EtcdServer:
 
     @classmethod
     def start(cls, data_dir: Path) -> EtcdServer:
-        client, peer = free_port(), free_port()
+        client, peer = free_ports(2)
         endpoint = f"http://127.0.0.1:{client}"
         log = open(data_dir / "etcd.log", "ab")
         proc = subprocess.Popen([
