@@ -128,7 +128,8 @@ class Chain:
         self.etcd_endpoints = endpoints
         common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
                   "--watch-bookmark-interval", str(self.bookmark_interval),
-                  "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay)]
+                  "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay),
+                  "--advertise-address", f"127.0.0.1:{self.port}"]
         if self.backend_transport == "unix":
             # On one host the links of the chain are Unix sockets in a directory only this user
             # can enter: no TLS cost per hop, and nobody else can reach a backend to forge

@@ -73,3 +73,10 @@ def test_deployment_scale_and_status(apps: client.AppsV1Api) -> None:
         apps.create_namespaced_deployment("default", dep)
     assert err.value.status == 422
     assert json.loads(err.value.body)["message"].startswith('Deployment.apps "Py_Bad" is invalid')
+
+
+def test_core_api_versions(chain: ChainHandle) -> None:
+    api = client.CoreApi(config.new_client_from_config(config_file=chain.kubeconfig))
+    versions = api.get_api_versions()
+    assert versions.versions == ["v1"]
+    assert versions.server_address_by_client_cidrs[0].server_address == chain.url.removeprefix("https://")

@@ -56,6 +56,8 @@ class ServerConfig:
     shutdown_delay: float = 1.0
     watch_cache_size: int = 10_000
     unix_socket: str = ""
+    #: ``host:port`` of the gateway, as clients reach it (published in ``/api``).
+    advertise_address: str = ""
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
@@ -79,6 +81,8 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
     parser.add_argument("--watch-cache-size", type=int, default=10_000,
                         help="events each resource's watch cache keeps for resuming watches")
     parser.add_argument("--shutdown-delay", type=float, default=1.0)
+    parser.add_argument("--advertise-address", default="127.0.0.1:6443",
+                        help="host:port clients reach the API at (the gateway's), published in /api")
     parser.add_argument("--log-level", default="INFO")
 
 
@@ -99,6 +103,7 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         shutdown_delay=args.shutdown_delay,
         watch_cache_size=args.watch_cache_size,
         unix_socket=args.bind_unix_socket,
+        advertise_address=args.advertise_address,
     )
 
 
@@ -164,7 +169,8 @@ class GenericAPIServer:
     def publish(self) -> None:
         """Make the installed stores visible to routing, discovery and OpenAPI, at once."""
         infos = [s.info for s in self.stores]
-        self.discovery = DiscoveryDocuments(infos, self._order, self._storage_hash)
+        self.discovery = DiscoveryDocuments(infos, self._order, self._storage_hash,
+                                            server_address=self.config.advertise_address)
         self.openapi.update(infos, self._definitions)
         self.router.set_stores(list(self.stores), self.discovery)
 

@@ -60,6 +60,8 @@ class DiscoveryDocuments:
     resources: Sequence[ResourceInfo]
     order: OrderFn
     storage_hash: Callable[[ResourceInfo], str] = lambda _i: ""
+    #: ``host:port`` clients reach the API at (``/api``'s serverAddressByClientCIDRs).
+    server_address: str = ""
     by_path: dict[str, bytes] = field(default_factory=dict)
     aggregated_api: dict[str, Any] = field(default_factory=dict)
     aggregated_apis: dict[str, Any] = field(default_factory=dict)
@@ -100,8 +102,10 @@ class DiscoveryDocuments:
             paths[f"/apis/{group}"] = orjson.dumps({"kind": "APIGroup", "apiVersion": "v1", **gdoc})
         paths["/apis"] = orjson.dumps({"kind": "APIGroupList", "apiVersion": "v1", "groups": group_docs})
         if "" in groups:
+            addresses = [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.server_address}] \
+                if self.server_address else None
             paths["/api"] = orjson.dumps({"kind": "APIVersions", "versions": groups[""],
-                                          "serverAddressByClientCIDRs": None})
+                                          "serverAddressByClientCIDRs": addresses})
         self.by_path = paths
         self.aggregated_api = self._aggregated([("", v) for v in groups.get("", [])], by_gv)
         self.aggregated_apis = self._aggregated([(g, v) for g, v in gvs if g], by_gv)
