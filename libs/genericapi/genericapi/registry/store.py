@@ -332,8 +332,8 @@ class Store:
                 except serrors.StorageError as err:
                     raise self._err(err, name) from err
                 return new
-            if _same(new, old):
-                return old
+            if new == old:
+                return old  # nothing changed: no write, no new resourceVersion (as kube)
             if dry_run:
                 return new
             try:
@@ -452,10 +452,6 @@ class Store:
                 raise
             deleted.append((out, orjson.dumps(out)))
         return ListResult(deleted, listed.revision)
-
-
-def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    return new == old
 
 
 def _parse_rv(rv: str) -> int:

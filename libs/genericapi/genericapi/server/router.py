@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -203,5 +203,3 @@ _VERB_OF: dict[Any, str] = {
 def _allowed(store: Store, handler: Endpoint) -> bool:
     return store.info.supports(_VERB_OF[handler])
 
-
-__all__ = ["APIRouter", "MutableMapping"]

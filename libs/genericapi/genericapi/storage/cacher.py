@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .errors import FutureRevisionError, StorageError, TooOldRevisionError, UnavailableError
-from .etcd import EtcdClient, KeyValue, WatchBatch, prefix_end
+from .etcd import EtcdClient, WatchBatch, prefix_end
 
 log = logging.getLogger(__name__)
 
@@ -359,5 +359,5 @@ class WatchCache:
         return watcher
 
 
-__all__ = ["Bookmark", "CacheEvent", "CacheWatcher", "CachedObject", "Codec", "KeyValue", "WatchCache",
+__all__ = ["Bookmark", "CacheEvent", "CacheWatcher", "CachedObject", "Codec", "WatchCache",
            "WatchClosed", "WatchItem"]
