@@ -353,6 +353,9 @@ def test_legacy_watch_path_and_all_namespaces_list(chain: ChainHandle) -> None:
     events = [json.loads(line) for line in data.splitlines()]
     assert status == 200 and [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", "everywhere")]
+    status, _h, data = chain.request(
+        "GET", f"/api/v1/namespaces/other/configmaps/everywhere?watch=1&resourceVersion={rv}&timeoutSeconds=1")
+    assert status == 200 and [json.loads(line)["type"] for line in data.splitlines()] == ["ADDED"]
     status, _h, data = chain.request("GET", "/api/v1/watch/configmaps?timeoutSeconds=1")
     assert status == 200 and b'"everywhere"' in data  # all namespaces, initial state first
     status, body = chain.json("GET", "/api/v1/pods/some-pod")  # namespaced objects need a namespace

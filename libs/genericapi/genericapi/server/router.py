@@ -172,7 +172,9 @@ class APIRouter:
         if store.info.namespaced and name and not namespace:
             # /api/v1/pods/<name>: namespaced objects are only addressed within a namespace.
             raise apierrors.path_not_found()
-        is_watch = watch or (method == "GET" and not name and request.query_params.get("watch") in ("1", "true"))
+        if method == "GET" and not sub and request.query_params.get("watch") in ("1", "true"):
+            watch = True  # ?watch on a list path, or on an object's own path (one-object watch)
+        is_watch = watch
         info = store.info
         request.scope["kubechain.metrics"] = (metrics.verb_of(method, bool(name), is_watch), info.group,
                                               info.version, info.plural, sub)
