@@ -81,3 +81,11 @@ def test_not_acceptable(accept: str) -> None:
     assert err.message == KUBE_406
     status = err.status()
     assert status["code"] == 406 and status["status"] == "Failure"
+
+
+def test_quality_values_order_the_choice() -> None:
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    assert negotiate(f"application/json;q=0.5, {table};q=0.9").mode == "table"
+    assert negotiate(f"{table};q=0.1, application/json").mode == "object"
+    assert negotiate(f"{table};q=0, application/json;q=0.2").mode == "object"
+    assert negotiate("application/yaml;q=0.8, application/json;q=0.8").yaml  # ties keep client order

@@ -43,7 +43,16 @@ def parse_media_types(header: str) -> list[MediaType]:
                 k, v = p.split("=", 1)
                 params[k.strip().lower()] = v.strip().strip('"')
         out.append(MediaType(pieces[0].lower(), params))
-    return out
+    # Highest quality first (stable, so equal ones keep the client's order); q=0 means "not this".
+    ranked = [(_quality(mt), i, mt) for i, mt in enumerate(out)]
+    return [mt for q, _i, mt in sorted(ranked, key=lambda r: (-r[0], r[1])) if q > 0]
+
+
+def _quality(mt: MediaType) -> float:
+    try:
+        return float(mt.params.get("q", "1"))
+    except ValueError:
+        return 1.0
 
 
 @dataclass(frozen=True, slots=True)
