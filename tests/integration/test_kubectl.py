@@ -205,3 +205,11 @@ def test_yaml_roundtrip_of_get(chain: ChainHandle) -> None:
     chain.kubectl("apply", "-f", "-", input=deployment("yamly"))
     doc = yaml.safe_load(chain.kubectl("get", "deployment", "yamly", "-o", "yaml").stdout)
     assert doc["kind"] == "Deployment" and doc["metadata"]["resourceVersion"].isdigit()
+
+
+@pytest.mark.parametrize("version", ["1.28", "1.33"])
+def test_auth_whoami(chain: ChainHandle, version: str) -> None:
+    out = json.loads(chain.kubectl("auth", "whoami", "-o", "json", version=version).stdout)
+    assert out["kind"] == "SelfSubjectReview"
+    assert out["status"]["userInfo"] == {"username": "kubernetes-admin",
+                                         "groups": ["system:masters", "system:authenticated"]}

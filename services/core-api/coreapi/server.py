@@ -11,7 +11,7 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog, conversion
+from . import catalog, conversion, reviews
 from .admission import NamespaceLifecycle
 from .bootstrap import bootstrap
 from .strategies import strategy_for
@@ -52,6 +52,9 @@ def build_server(config: ServerConfig, secure_port: int = 6443) -> GenericAPISer
     )
     for info in catalog.BUILTIN_RESOURCES:
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
+    review = reviews.SELF_SUBJECT_REVIEW
+    server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
+                                                    f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
     server.admission.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
 
     async def run_bootstrap(s: GenericAPIServer) -> None:

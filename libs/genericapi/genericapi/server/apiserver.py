@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
-from genericapi.apimachinery import k8sproto
+from genericapi.apimachinery import k8sproto, user
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.registry.codec import JsonCodec
 from genericapi.registry.store import AdmissionHook, Store
@@ -32,7 +32,7 @@ from .health import HealthChecks
 from .openapi import OpenAPIService
 from .proxy import ReverseProxy
 from .router import APIRouter
-from .tls import ClientCertProtocol
+from .tls import ClientCertProtocol, peer_identity
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,8 @@ class ServerConfig:
     unix_socket: str = ""
     #: ``host:port`` of the gateway, as clients reach it (published in ``/api``).
     advertise_address: str = ""
+    #: Client certificate common names whose X-Remote-* headers are trusted (over TLS).
+    requestheader_allowed_names: tuple[str, ...] = ("front-proxy-client",)
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
@@ -81,6 +83,8 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
     parser.add_argument("--watch-cache-size", type=int, default=10_000,
                         help="events each resource's watch cache keeps for resuming watches")
     parser.add_argument("--shutdown-delay", type=float, default=1.0)
+    parser.add_argument("--requestheader-allowed-names", default="front-proxy-client",
+                        help="comma-separated client certificate names allowed to assert users in X-Remote-*")
     parser.add_argument("--advertise-address", default="127.0.0.1:6443",
                         help="host:port clients reach the API at (the gateway's), published in /api")
     parser.add_argument("--log-level", default="INFO")
@@ -104,6 +108,7 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         watch_cache_size=args.watch_cache_size,
         unix_socket=args.bind_unix_socket,
         advertise_address=args.advertise_address,
+        requestheader_allowed_names=tuple(n.strip() for n in args.requestheader_allowed_names.split(",") if n.strip()),
     )
 
 
@@ -160,10 +165,13 @@ class GenericAPIServer:
 
     def install(self, info: ResourceInfo, strategy: Strategy, key_prefix: str,
                 codec: JsonCodec | None = None) -> Store:
-        store = Store(info, strategy, self.etcd, f"{self.config.etcd_prefix.rstrip('/')}/{key_prefix}",
-                      self.admission, watch_cache_size=self.config.watch_cache_size, codec=codec)
+        return self.add_store(Store(info, strategy, self.etcd, f"{self.config.etcd_prefix.rstrip('/')}/{key_prefix}",
+                                    self.admission, watch_cache_size=self.config.watch_cache_size, codec=codec))
+
+    def add_store(self, store: Store) -> Store:
+        """Serve a store built elsewhere (a resource with its own Store subclass)."""
         self.stores.append(store)
-        self.by_resource[(info.group, info.plural)] = store
+        self.by_resource[(store.info.group, store.info.plural)] = store
         return store
 
     def publish(self) -> None:
@@ -236,12 +244,28 @@ class GenericAPIServer:
 
 
 class _Lazy:
-    """The router as mounted; indirection so ``publish`` can swap what it serves."""
+    """The router as mounted; indirection so ``publish`` can swap what it serves.
+
+    Over TLS it also enforces whose ``X-Remote-*`` headers count: only a client certificate
+    whose common name is an allowed front proxy (the gateway) may assert a user, as
+    kube-apiserver's request-header authenticator does; anyone else's are dropped.
+    """
 
     def __init__(self, server: GenericAPIServer) -> None:
         self._server = server
+        self._allowed = frozenset(server.config.requestheader_allowed_names)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            identity = peer_identity(scope)
+            if identity is not None and identity[0] not in self._allowed:
+                scope["headers"] = [(k, v) for k, v in scope["headers"] if not k.lower().startswith(b"x-remote-")]
+            token = user.current_user.set(user.from_headers(scope["headers"]))
+            try:
+                await self._server.router(scope, receive, send)
+            finally:
+                user.current_user.reset(token)
+            return
         await self._server.router(scope, receive, send)
 
 

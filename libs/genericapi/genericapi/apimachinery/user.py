@@ -1,0 +1,62 @@
+"""Who is asking: the user the gateway authenticated, for the duration of one request.
+
+The gateway passes the user in ``X-Remote-*`` headers; the server layer turns them into a
+``UserInfo`` in a context variable, so registry code (reviews today; admission and
+authorization later) can read it without HTTP types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+ANONYMOUS = "system:anonymous"
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    name: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        """``authentication.k8s.io/v1`` UserInfo."""
+        out: dict[str, object] = {"username": self.name}
+        if self.uid:
+            out["uid"] = self.uid
+        if self.groups:
+            out["groups"] = list(self.groups)
+        if self.extra:
+            out["extra"] = self.extra
+        return out
+
+
+ANONYMOUS_USER = UserInfo(ANONYMOUS, ("system:unauthenticated",))
+
+current_user: ContextVar[UserInfo | None] = ContextVar("current_user", default=None)
+
+
+def from_headers(headers: Iterable[tuple[bytes, bytes]]) -> UserInfo | None:
+    """The user asserted in ``X-Remote-User`` / ``-Group`` / ``-Uid`` / ``-Extra-<key>``."""
+    name = ""
+    uid = ""
+    groups: list[str] = []
+    extra: dict[str, list[str]] = {}
+    for raw_key, raw_value in headers:
+        key = raw_key.decode("latin-1").lower()
+        if not key.startswith("x-remote-"):
+            continue
+        value = raw_value.decode("latin-1")
+        if key == "x-remote-user":
+            name = value
+        elif key == "x-remote-group":
+            groups.append(value)
+        elif key == "x-remote-uid":
+            uid = value
+        elif key.startswith("x-remote-extra-"):
+            extra.setdefault(key[len("x-remote-extra-"):], []).append(value)
+    if not name:
+        return None
+    return UserInfo(name, tuple(groups), uid, extra)
