@@ -7,27 +7,12 @@ from __future__ import annotations
 
 import csv
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from genericapi.apimachinery.user import UserInfo
 from genericapi.server.tls import peer_identity
 
-
-@dataclass(frozen=True)
-class UserInfo:
-    name: str
-    groups: tuple[str, ...] = ()
-    uid: str = ""
-    extra: dict[str, list[str]] = field(default_factory=dict)
-
-    def headers(self) -> list[tuple[str, str]]:
-        out = [("X-Remote-User", self.name)]
-        out.extend(("X-Remote-Group", g) for g in self.groups)
-        if self.uid:
-            out.append(("X-Remote-Uid", self.uid))
-        for key, values in self.extra.items():
-            out.extend((f"X-Remote-Extra-{key}", v) for v in values)
-        return out
+__all__ = ["Authenticator", "UserInfo", "load_token_file"]
 
 
 def load_token_file(path: str) -> dict[str, UserInfo]:

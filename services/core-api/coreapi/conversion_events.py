@@ -35,20 +35,21 @@ _OBJECT_REFERENCE_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "r
 _EVENT_SOURCE_FIELDS = ("component", "host")
 
 
-def _object_reference(value: Any) -> JSONDict:
+def _string_struct(value: Any, fields: tuple[str, ...]) -> JSONDict:
+    """A struct of omitempty strings (ObjectReference, EventSource), in Go field order."""
     source = as_dict(value)
     out: JSONDict = {}
-    for field in _OBJECT_REFERENCE_FIELDS:
+    for field in fields:
         put_omitempty(out, field, source.get(field))
     return out
+
+
+def _object_reference(value: Any) -> JSONDict:
+    return _string_struct(value, _OBJECT_REFERENCE_FIELDS)
 
 
 def _event_source(value: Any) -> JSONDict:
-    source = as_dict(value)
-    out: JSONDict = {}
-    for field in _EVENT_SOURCE_FIELDS:
-        put_omitempty(out, field, source.get(field))
-    return out
+    return _string_struct(value, _EVENT_SOURCE_FIELDS)
 
 
 def _metadata(obj: JSONDict) -> JSONDict:

@@ -21,6 +21,16 @@ class UserInfo:
     uid: str = ""
     extra: dict[str, list[str]] = field(default_factory=dict)
 
+    def headers(self) -> list[tuple[str, str]]:
+        """The ``X-Remote-*`` headers that carry this user to a backend (``from_headers`` reads them)."""
+        out = [("X-Remote-User", self.name)]
+        out.extend(("X-Remote-Group", g) for g in self.groups)
+        if self.uid:
+            out.append(("X-Remote-Uid", self.uid))
+        for key, values in self.extra.items():
+            out.extend((f"X-Remote-Extra-{key}", v) for v in values)
+        return out
+
     def to_dict(self) -> dict[str, object]:
         """``authentication.k8s.io/v1`` UserInfo."""
         out: dict[str, object] = {"username": self.name}

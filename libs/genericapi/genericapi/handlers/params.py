@@ -36,16 +36,26 @@ OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "Patch
 
 
 def dry_run(params: Mapping[str, str], options_kind: str = "CreateOptions") -> bool:
-    values = params.getlist("dryRun") if hasattr(params, "getlist") else \
-        ([params["dryRun"]] if "dryRun" in params else [])
-    if not values:
-        return False
-    if any(v != "All" for v in values):
-        shown = ", ".join(orjson.dumps(v).decode() for v in values)
-        raise apierrors.invalid_object("meta.k8s.io", options_kind, "", [apierrors.FieldError(
-            "FieldValueNotSupported", "dryRun", 'supported values: "All"',
-            apierrors.GoRendered(f"[]string{{{shown}}}"), True)])
-    return True
+    values = _query_values(params, "dryRun")
+    errs = _dry_run_errors(values)
+    if errs:
+        raise apierrors.invalid_object("meta.k8s.io", options_kind, "", errs)
+    return bool(values)
+
+
+def _query_values(params: Mapping[str, str], name: str) -> list[str]:
+    if hasattr(params, "getlist"):
+        return list(params.getlist(name))
+    return [params[name]] if name in params else []
+
+
+def _dry_run_errors(values: Any) -> list[apierrors.FieldError]:
+    """``ValidateDryRun``: only ``All``, the value shown as Go prints a []string."""
+    if isinstance(values, list) and all(v == "All" for v in values):
+        return []
+    shown = values if not isinstance(values, list) else apierrors.GoRendered(
+        "[]string{" + ", ".join(orjson.dumps(v).decode() for v in values) + "}")
+    return [apierrors.FieldError("FieldValueNotSupported", "dryRun", 'supported values: "All"', shown, True)]
 
 
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
@@ -132,7 +142,7 @@ def delete_options(params: Mapping[str, str], body: dict[str, Any] | None) -> De
             orphan_dependents=body.get("orphanDependents"),
         )
     else:
-        dry_values = [params["dryRun"]] if "dryRun" in params else []
+        dry_values = _query_values(params, "dryRun")
         opts = DeleteOptions(
             propagation_policy=params.get("propagationPolicy"),
             grace_period_seconds=int_param(params, "gracePeriodSeconds"),
@@ -145,8 +155,7 @@ def delete_options(params: Mapping[str, str], body: dict[str, Any] | None) -> De
     if opts.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
         errs.append(apierrors.not_supported("propagationPolicy", opts.propagation_policy,
                                             ["Foreground", "Background", "Orphan", "nil"]))
-    if not isinstance(dry_values, list) or any(v != "All" for v in dry_values):
-        errs.append(apierrors.not_supported("dryRun", dry_values, ["All"]))
+    errs.extend(_dry_run_errors(dry_values))
     if errs:
         raise apierrors.invalid_object("meta.k8s.io", "DeleteOptions", "", errs)
     opts.dry_run = bool(dry_values)

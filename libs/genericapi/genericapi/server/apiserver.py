@@ -213,9 +213,8 @@ class GenericAPIServer:
         await self.etcd.close()
 
     async def end_watches(self) -> None:
-        for s in self.stores:
-            for w in list(s.cache._watchers):
-                w.terminate(None)
+        for store in self.stores:
+            store.cache.end_watchers()
 
     def app(self) -> Dispatcher:
         def extra(app: FastAPI) -> None:

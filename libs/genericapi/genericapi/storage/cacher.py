@@ -202,6 +202,10 @@ class WatchCache:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        self.end_watchers()
+
+    def end_watchers(self) -> None:
+        """End every client watch cleanly (graceful shutdown); the cache keeps following etcd."""
         for w in list(self._watchers):
             w.terminate(None)
         self._watchers.clear()
