@@ -396,3 +396,15 @@ def test_hpa_v1_and_v2_share_storage(chain: ChainHandle) -> None:
     assert status == 200 and v1["spec"]["targetCPUUtilizationPercentage"] == 60
     status, listed = chain.json("GET", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers")
     assert [i["metadata"]["name"] for i in listed["items"]] == ["web"]
+
+
+def test_failed_json_patch_test_is_worded_as_kube(chain: ChainHandle) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    chain.json("POST", base, cm("jp-test"))
+    ops = [{"op": "test", "path": "/data/a", "value": "b"}, {"op": "test", "path": "/data/a", "value": "z"}]
+    status, _h, body = chain.request("PATCH", f"{base}/jp-test", ops,
+                                     headers={"Content-Type": "application/json-patch+json"})
+    doc = json.loads(body)
+    assert status == 422 and doc["reason"] == "Invalid"
+    assert doc["message"].endswith("testing value /data/a failed: test failed")
+    assert "class" not in doc["message"]

@@ -41,6 +41,11 @@ def apply_patch(ctype: str, raw: bytes, original: dict[str, Any], strategy: Stra
                 "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
         try:
             result = jsonpatch.JsonPatch(ops).apply(original)
+        except jsonpatch.JsonPatchTestFailed:
+            # Word it as kube's JSON patch library does, without Python's value reprs.
+            failed = _failing_test_path(ops, original)
+            raise apierrors.APIError(422, "Invalid", "the server rejected our request due to an error in our "
+                                     f"request: testing value {failed} failed: test failed") from None
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
             raise apierrors.APIError(422, "Invalid", f"the server rejected our request due to an error "
                                      f"in our request: {err}") from None
@@ -69,6 +74,17 @@ def apply_patch(ctype: str, raw: bytes, original: dict[str, Any], strategy: Stra
         except StrategicMergePatchError as err:
             raise err.to_api_error() from None
     raise _unsupported(ctype)
+
+
+def _failing_test_path(ops: list[Any], original: dict[str, Any]) -> str:
+    """The path of the ``test`` operation that failed (replayed op by op, on the error path only)."""
+    doc: Any = original
+    for op in ops:
+        try:
+            doc = jsonpatch.JsonPatch([op]).apply(doc)
+        except jsonpatch.JsonPatchTestFailed:
+            return str(op.get("path", "")) if isinstance(op, dict) else ""
+    return ""
 
 
 def _patch_schema(strategy: Strategy | None) -> Any:
