@@ -14,6 +14,9 @@ from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.registry.strategy import Strategy
 
+from . import defaults
+from . import validation as semantic
+
 #: Kinds whose spec changes bump metadata.generation (their strategies do so in kube-apiserver).
 GENERATION_KINDS = frozenset({
     ("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
@@ -33,15 +36,28 @@ RETURNS_DELETED_OBJECT = frozenset({("", "Pod"), ("", "Service"), ("", "Namespac
 
 
 class BuiltinStrategy(Strategy):
-    """Schema validation plus object-meta rules for a built-in kind."""
+    """Defaulting, schema validation, object-meta rules and semantic validation of a built-in kind."""
+
+    def default(self, obj: dict[str, Any]) -> None:
+        defaults.apply(self.info, obj)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        errs = self.validate_meta(obj)
-        if self.schemas is not None:
-            info = self.info
-            errs.extend(validation.validate_object(obj, self.schemas, info.group, info.version,
-                                                   info.kind).errors)
-        return errs
+        errs = self._validate_schema(obj)
+        if not errs:
+            errs = semantic.validate(self.info, obj)
+        return self.validate_meta(obj) + errs
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        errs = self._validate_schema(new)
+        if not errs:
+            errs = semantic.validate_update(self.info, new, old)
+        return self.validate_meta(new) + errs
+
+    def _validate_schema(self, obj: dict[str, Any]) -> list[FieldError]:
+        if self.schemas is None:
+            return []
+        info = self.info
+        return validation.validate_object(obj, self.schemas, info.group, info.version, info.kind).errors
 
 
 class NamespaceStrategy(BuiltinStrategy):
@@ -51,6 +67,7 @@ class NamespaceStrategy(BuiltinStrategy):
         obj["status"] = {"phase": "Active"}
 
     def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
         meta = obj.setdefault("metadata", {})
         name = meta.get("name")
         if name:
