@@ -1,0 +1,279 @@
+"""CEL x-kubernetes-validations: CRD-time compile errors and object-time evaluation, with kube's texts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from extensionsapi.cel import CELValidator, compile_schema
+
+BASE = "spec.versions[0].schema.openAPIV3Schema"
+
+
+def _spec_schema(rules: list[dict[str, Any]], **props: Any) -> dict[str, Any]:
+    properties = {"replicas": {"type": "integer"}, "maxReplicas": {"type": "integer"}, "name": {"type": "string"},
+                  **props}
+    return {"type": "object", "properties": {"spec": {"type": "object", "properties": properties,
+                                                      "x-kubernetes-validations": rules}}}
+
+
+def _compile(schema: dict[str, Any]) -> CELValidator:
+    validator, errs = compile_schema(schema, BASE)
+    assert errs == [], [str(e) for e in errs]
+    assert validator is not None
+    return validator
+
+
+def _errors(schema: dict[str, Any], new: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
+    return [str(e) for e in _compile(schema).validate(new, old)]
+
+
+def _rule_errors(expr: str, value: Any, schema: dict[str, Any] | None = None) -> list[str]:
+    node = dict(schema or {"type": "string"})
+    node["x-kubernetes-validations"] = [{"rule": expr}]
+    full = {"type": "object", "properties": {"v": node}}
+    return [str(e) for e in _compile(full).validate({"v": value}, None)]
+
+
+# -- compile time -----------------------------------------------------------------------------------------------------
+def test_no_rules_gives_no_validator() -> None:
+    assert compile_schema({"type": "object", "properties": {"a": {"type": "string"}}}, BASE) == (None, [])
+
+
+def test_syntax_error_rejected_with_cel_go_text() -> None:
+    validator, errs = compile_schema(_spec_schema([{"rule": "self.replicas <"}]), BASE)
+    assert validator is None
+    assert [str(e) for e in errs] == [
+        f"{BASE}.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule"
+        '{Rule:"self.replicas <", Message:"", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)'
+        '(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:16: Syntax error: '
+        "mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
+        "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.replicas <\n | ...............^"]
+    assert errs[0].reason == "FieldValueInvalid"
+
+
+def test_undefined_field_and_undeclared_reference() -> None:
+    _, errs = compile_schema(_spec_schema([{"rule": "self.nosuch > 1"}, {"rule": "size(self.name) > 0 && foo(1)"},
+                                           {"rule": "self.replicas > x"}]), BASE)
+    details = [e.detail for e in errs]
+    assert details[0] == ("compilation failed: ERROR: <input>:1:5: undefined field 'nosuch'\n | self.nosuch > 1\n"
+                          " | ....^")
+    assert details[1].startswith("compilation failed: ERROR: <input>:1:27: undeclared reference to 'foo' (in "
+                                 "container '')")
+    assert details[2].startswith("compilation failed: ERROR: <input>:1:17: undeclared reference to 'x'")
+
+
+def test_macro_variables_and_dynamic_nodes_are_not_flagged() -> None:
+    schema = _spec_schema([
+        {"rule": "self.tags.all(t, t.startsWith('a')) && self.labels.exists(k, k == 'x')"},
+        {"rule": "self.anything.whatever.deep == 1 || has(self.labels.foo)"},
+        {"rule": "self.ios == 1 || self.ios == 'x'"},
+    ], tags={"type": "array", "items": {"type": "string"}},
+        labels={"type": "object", "additionalProperties": {"type": "string"}},
+        anything={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        ios={"x-kubernetes-int-or-string": True})
+    _compile(schema)
+
+
+def test_escaped_property_names() -> None:
+    schema = _spec_schema([{"rule": "self.my__dash__field == 'x' && self.__namespace__ == 'y'"}],
+                          **{"my-field": {"type": "string"}, "namespace": {"type": "string"}})
+    assert _errors(schema, {"spec": {"my-field": "x", "namespace": "z"}}) == [
+        "spec: Invalid value: \"object\": failed rule: self.my__dash__field == 'x' && self.__namespace__ == 'y'"]
+
+
+def test_message_expression_compile_error() -> None:
+    _, errs = compile_schema(_spec_schema([{"rule": "self.replicas > 0", "messageExpression": "'a' + "}]), BASE)
+    assert len(errs) == 1
+    assert errs[0].field == f"{BASE}.properties[spec].x-kubernetes-validations[0].messageExpression"
+    assert errs[0].detail.startswith("messageExpression compilation failed: ERROR: <input>:1:7: Syntax error:")
+
+
+def test_rule_metadata_problems() -> None:
+    _, errs = compile_schema(_spec_schema([
+        {"rule": " "},
+        {"rule": "true", "reason": "Bogus"},
+        {"rule": "true", "fieldPath": ".nosuch"},
+        {"rule": "true", "fieldPath": "replicas"},
+        {"rule": "true", "message": "a\nb"},
+        {"rule": "true\n&& true"},
+    ]), BASE)
+    p = f"{BASE}.properties[spec].x-kubernetes-validations"
+    assert [str(e) for e in errs] == [
+        f"{p}[0].rule: Required value: rule is not specified",
+        f'{p}[1].reason: Unsupported value: "Bogus": supported values: "FieldValueDuplicate", '
+        '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"',
+        f'{p}[2].fieldPath: Invalid value: ".nosuch": fieldPath must be a valid path: does not refer to a valid field',
+        f'{p}[3].fieldPath: Invalid value: "replicas": fieldPath must be a valid path: expected [ or . but got: '
+        "replicas",
+        f'{p}[4].message: Invalid value: "a\\nb": message must not contain line breaks',
+        f"{p}[5].message: Required value: message must be specified if rule contains line breaks",
+    ]
+
+
+def test_oldself_on_uncorrelatable_items_rejected_but_allowed_in_list_map() -> None:
+    items = {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "string"}},
+             "x-kubernetes-validations": [{"rule": "self.v == oldSelf.v"}]}
+    schema = _spec_schema([], setlist={"type": "array", "items": items},
+                          maplist={"type": "array", "x-kubernetes-list-type": "map",
+                                   "x-kubernetes-list-map-keys": ["k"], "items": items})
+    _, errs = compile_schema(schema, BASE)
+    assert [str(e) for e in errs] == [
+        f'{BASE}.properties[spec].properties[setlist].items.x-kubernetes-validations[0].rule: Invalid value: '
+        f'"self.v == oldSelf.v": oldSelf cannot be used on the uncorrelatable portion of the schema within '
+        f"{BASE}.properties[spec].properties[setlist].items"]
+
+
+# -- run time ---------------------------------------------------------------------------------------------------------
+def test_default_message_and_message() -> None:
+    schema = _spec_schema([{"rule": "self.replicas <= self.maxReplicas"},
+                           {"rule": "self.name.startsWith('a')", "message": " name must start with a "}])
+    assert _errors(schema, {"spec": {"replicas": 1, "maxReplicas": 3, "name": "abc"}}) == []
+    assert _errors(schema, {"spec": {"replicas": 5, "maxReplicas": 3, "name": "b"}}) == [
+        'spec: Invalid value: "object": failed rule: self.replicas <= self.maxReplicas',
+        'spec: Invalid value: "object": name must start with a',
+    ]
+
+
+def test_root_rule_path_is_nil() -> None:
+    schema = {"type": "object", "properties": {"spec": {"type": "object"}},
+              "x-kubernetes-validations": [{"rule": "has(self.spec)"}]}
+    assert _errors(schema, {"metadata": {"name": "x"}}) == [
+        '<nil>: Invalid value: "object": failed rule: has(self.spec)']
+    assert _errors(schema, {"spec": {}}) == []
+
+
+def test_message_expression_reason_and_field_path() -> None:
+    schema = _spec_schema([
+        {"rule": "self.replicas > 0", "messageExpression": "'replicas is ' + string(self.replicas)",
+         "reason": "FieldValueForbidden", "fieldPath": ".replicas"},
+        {"rule": "self.name != ''", "reason": "FieldValueRequired", "fieldPath": ".name", "message": "set it"},
+        {"rule": "self.maxReplicas < 100", "reason": "FieldValueDuplicate"},
+        {"rule": "self.maxReplicas < 50", "messageExpression": "self.name", "message": "fallback"},
+    ])
+    errs = _compile(schema).validate({"spec": {"replicas": -1, "maxReplicas": 200, "name": ""}}, None)
+    assert [(e.reason, str(e)) for e in errs] == [
+        ("FieldValueForbidden", "spec.replicas: Forbidden: replicas is -1"),
+        ("FieldValueRequired", "spec.name: Required value: set it"),
+        ("FieldValueDuplicate", 'spec: Duplicate value: "object"'),
+        ("FieldValueInvalid", 'spec: Invalid value: "object": fallback'),  # empty messageExpression result
+    ]
+
+
+def test_runtime_errors_rendered_as_kube() -> None:
+    schema = _spec_schema([{"rule": "self.replicas > 0"}, {"rule": "self.ios > 1"}],
+                          ios={"x-kubernetes-int-or-string": True})
+    assert _errors(schema, {"spec": {"ios": "abc"}}) == [
+        'spec: Invalid value: "object": no such key: replicas evaluating rule: self.replicas > 0',
+        "spec: Invalid value: \"object\": 'no such overload': call arguments did not match a supported operator, "
+        "function or macro signature for rule: self.ios > 1",
+    ]
+    assert _errors(schema, {"spec": {"replicas": 1, "ios": 5}}) == []
+
+
+def test_rules_per_list_item_and_map_value() -> None:
+    item = {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() <= 3"}]}
+    schema = _spec_schema([], tags={"type": "array", "items": item},
+                          labels={"type": "object", "additionalProperties": item})
+    assert _errors(schema, {"spec": {"tags": ["ok", "toolong"], "labels": {"a": "x", "b": "abcd"}}}) == [
+        'spec.tags[1]: Invalid value: "string": failed rule: self.size() <= 3',
+        'spec.labels[b]: Invalid value: "string": failed rule: self.size() <= 3',
+    ]
+
+
+def test_number_fields_are_doubles() -> None:
+    schema = _spec_schema([{"rule": "self.ratio < 0.5"}], ratio={"type": "number"})
+    assert _errors(schema, {"spec": {"ratio": 0}}) == []
+    assert _errors(schema, {"spec": {"ratio": 1}}) == ['spec: Invalid value: "object": failed rule: self.ratio < 0.5']
+
+
+def test_transition_rules_only_with_correlated_old_value() -> None:
+    schema = _spec_schema([{"rule": "self.name == oldSelf.name", "message": "name is immutable"}])
+    new = {"spec": {"name": "b", "replicas": 1}}
+    assert _errors(schema, new) == []  # create: no oldSelf
+    assert _errors(schema, new, {"spec": {"name": "a"}}) == ['spec: Invalid value: "object": name is immutable']
+    assert _errors(schema, new, {"other": 1}) == []  # spec did not exist before
+
+
+def test_transition_rules_in_list_map_correlate_by_key() -> None:
+    items = {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "integer"}},
+             "x-kubernetes-validations": [{"rule": "self.v >= oldSelf.v", "message": "v may only grow"}]}
+    schema = _spec_schema([], entries={"type": "array", "x-kubernetes-list-type": "map",
+                                       "x-kubernetes-list-map-keys": ["k"], "items": items})
+    old = {"spec": {"entries": [{"k": "a", "v": 5}, {"k": "b", "v": 1}]}}
+    new = {"spec": {"entries": [{"k": "b", "v": 2}, {"k": "a", "v": 4}, {"k": "c", "v": 0}]}}
+    assert _errors(schema, new, old) == ['spec.entries[1]: Invalid value: "object": v may only grow']
+
+
+def test_ratcheting_keeps_unchanged_invalid_values() -> None:
+    schema = _spec_schema([{"rule": "self.replicas < 10"}], other={"type": "string"})
+    old = {"spec": {"replicas": 20}, "status": {}}
+    assert _errors(schema, {"spec": {"replicas": 20}, "status": {"x": 1}}, old) == []
+    assert _errors(schema, {"spec": {"replicas": 21}}, old) == [
+        'spec: Invalid value: "object": failed rule: self.replicas < 10']
+
+
+def test_resource_root_metadata_name() -> None:
+    schema = {"type": "object", "x-kubernetes-validations": [{"rule": "self.metadata.name.startsWith('x')"}],
+              "properties": {"spec": {"type": "object"}}}
+    assert _errors(schema, {"metadata": {"name": "xa"}}) == []
+    assert len(_errors(schema, {"metadata": {"name": "a"}})) == 1
+
+
+# -- libraries --------------------------------------------------------------------------------------------------------
+LIST = {"type": "array", "items": {"type": "integer"}}
+
+
+@pytest.mark.parametrize(("expr", "value", "schema"), [
+    ("self.isSorted() && !([3, 1].isSorted())", [1, 2, 2], LIST),
+    ("self.sum() == 6 && self.min() == 1 && self.max() == 3", [1, 2, 3], LIST),
+    ("self.indexOf(2) == 1 && self.lastIndexOf(2) == 2 && self.indexOf(9) == -1", [1, 2, 2], LIST),
+    ("self.charAt(1) == 'b' && self.charAt(3) == ''", "abc", None),
+    ("self.indexOf('c') == 2 && self.lastIndexOf('a') == 3 && self.indexOf('a', 1) == 3", "abca", None),
+    ("self.lowerAscii() == 'abc' && self.upperAscii() == 'ABC'", "aBc", None),
+    ("self.replace('a', 'x') == 'xbx' && self.replace('a', 'x', 1) == 'xba'", "aba", None),
+    ("self.split(',') == ['a', 'b', 'c'] && self.split(',', 2) == ['a', 'b,c']", "a,b,c", None),
+    ("self.substring(1) == 'bc' && self.substring(0, 2) == 'ab'", "abc", None),
+    ("self.trim() == 'x' && ['a', 'b'].join('-') == 'a-b' && ['a'].join() == 'a'", "  x \t", None),
+    ("'%s has %d items, %.2f'.format([self, 3, 1.5]) == 'abc has 3 items, 1.50'", "abc", None),
+    ("self.find('[0-9]+') == '12' && self.findAll('[0-9]+') == ['12', '345'] && self.findAll('[0-9]', 2).size() == 2",
+     "a12b345", None),
+    ("self.matches('^[a-z]+$')", "abc", None),
+    ("isURL(self) && url(self).getScheme() == 'https' && url(self).getHost() == 'example.com:8080' && "
+     "url(self).getHostname() == 'example.com' && url(self).getPort() == '8080' && "
+     "url(self).getEscapedPath() == '/a%20b' && url(self).getQuery() == {'x': ['1', '2']}",
+     "https://example.com:8080/a b?x=1&x=2", None),
+    ("!isURL(self) && isURL('/abs')", "../relative", None),
+    ("isQuantity(self) && quantity(self).isGreaterThan(quantity('1Gi')) && quantity(self).sign() == 1 && "
+     "quantity(self).isInteger() && quantity(self).asInteger() == 2147483648 && "
+     "quantity('1').isLessThan(quantity(self)) && quantity('100m').compareTo(quantity('0.1')) == 0 && "
+     "quantity('1').add(quantity('500m')).asApproximateFloat() == 1.5 && quantity('2').sub(1).asInteger() == 1 && "
+     "!quantity('1500m').isInteger() && !isQuantity('1.1.1')",
+     "2Gi", None),
+    ("isIP(self) && ip(self).family() == 4 && ip('::1').isLoopback() && !isIP('1.2.3') && "
+     "cidr('10.0.0.0/8').containsIP(self) && cidr('10.0.0.0/8').prefixLength() == 8 && "
+     "cidr('10.1.2.3/8').masked() == cidr('10.0.0.0/8') && isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0')",
+     "10.1.2.3", None),
+    ("self.all(x, x > 0) && self.exists(x, x == 2) && self.exists_one(x, x == 3) && "
+     "self.map(x, x * 2) == [2, 4, 6] && self.filter(x, x > 1).size() == 2", [1, 2, 3], LIST),
+])
+def test_library_functions(expr: str, value: Any, schema: dict[str, Any] | None) -> None:
+    assert _rule_errors(expr, value, schema) == []
+
+
+@pytest.mark.parametrize(("expr", "value", "needle"), [
+    ("self.charAt(9) == ''", "abc", "index out of range: 9 evaluating rule"),
+    ("self.substring(2, 1) == ''", "abc", "invalid substring range. start: 2, end: 1"),
+    ("quantity(self).sign() == 1", "1.1.1", "quantities must match the regular expression"),
+    ("url(self).getScheme() == ''", "::bad", "URL parse error during conversion from string"),
+    ("ip(self).family() == 4", "1.2.3", "parse error during conversion from string"),
+])
+def test_library_errors(expr: str, value: Any, needle: str) -> None:
+    errs = _rule_errors(expr, value)
+    assert len(errs) == 1 and needle in errs[0], errs
+
+
+def test_library_false_results_fail() -> None:
+    assert _rule_errors("self.isSorted()", [3, 1], LIST) == ['v: Invalid value: "array": failed rule: self.isSorted()']
+    assert _rule_errors("quantity(self).isLessThan(quantity('1'))", "2") == [
+        "v: Invalid value: \"string\": failed rule: quantity(self).isLessThan(quantity('1'))"]
