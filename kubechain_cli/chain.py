@@ -153,6 +153,7 @@ class Chain:
         py = sys.executable
         self._spawn("extensions-api", [py, "-m", "extensionsapi", *ext_listen, *common])
         self._spawn("core-api", [py, "-m", "coreapi", *core_listen, "--advertise-port", str(self.port),
+                                 "--root-ca-file", paths.ca,
                                  "--delegate-url", self.backend_urls["extensions-api"], *common])
         self._spawn("aggregator", [py, "-m", "aggregator", "--secure-port", str(self.port),
                                    "--bind-address", "127.0.0.1",

@@ -172,9 +172,6 @@ def test_create_configmap_and_deployment_imperatively(kubectl: Kubectl) -> None:
     assert kubectl.run("get", "configmap", cm, check=False)[0] != 0
 
 
-@pytest.mark.xfail(strict=True, reason="the server applies no defaults to apps/v1 Deployments (SetDefaults_Deployment "
-                   "and the core/v1 PodSpec/Container defaulters are not implemented): `kubectl create deployment` "
-                   "stores strategy {} and containers without imagePullPolicy")
 def test_server_defaults_an_imperatively_created_deployment(chain: ChainHandle) -> None:
     name = "defaults-check"
     chain.kubectl("create", "deployment", name, "--image=nginx:1.25")

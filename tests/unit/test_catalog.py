@@ -34,7 +34,7 @@ from genericapi.apimachinery.resources import STANDARD_VERBS, ResourceInfo
 from support.reference import DISCOVERY_DIR
 
 #: Subresources the catalog models; the reference's others (log, exec, proxy...) are not served.
-MODELLED_SUBRESOURCES = {"status", "scale", "approval"}
+MODELLED_SUBRESOURCES = {"status", "scale", "approval", "finalize"}
 
 #: Reference facts newer than 1.33, replaced by what 1.33 serves.
 #: HPA joined the "podautoscalers" category long after 1.33.

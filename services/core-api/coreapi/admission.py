@@ -16,6 +16,12 @@ class NamespaceLifecycle:
         self.namespaces = namespaces
 
     async def __call__(self, operation: str, store: Store, namespace: str, obj: dict[str, Any]) -> None:
+        info = store.info
+        if operation == "DELETE" and (info.group, info.kind) == ("", "Namespace"):
+            name = (obj.get("metadata") or {}).get("name", "")
+            if name in _IMMORTAL:
+                raise apierrors.forbidden_error("", "namespaces", name, "this namespace may not be deleted")
+            return
         if operation != "CREATE" or not store.info.namespaced or not namespace:
             return
         ns = None

@@ -7,6 +7,9 @@ import logging
 from genericapi.apimachinery.errors import APIError
 from genericapi.registry.store import Store
 
+from .allocation import DEFAULT_SERVICE_CIDR, ServiceIPRange
+from .allocation.servicecidr import ensure_default_service_cidr
+
 log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -20,18 +23,41 @@ async def _ensure(store: Store, namespace: str, obj: dict[str, object]) -> None:
             raise
 
 
+async def _ensure_absent_first(store: Store, namespace: str, obj: dict[str, object]) -> None:
+    """Create unless it exists. A Service's create allocates its address before it can see a
+    name conflict (and would fail with "already allocated"), so look first; a replica that lost
+    the race to create it sees the winner's Service afterwards."""
+    name = str(obj["metadata"]["name"])  # type: ignore[index]
+    try:
+        await store.get(namespace, name)
+        return
+    except APIError as err:
+        if err.code != 404:
+            raise
+    try:
+        await store.create(namespace, obj)
+    except APIError as err:
+        if err.code not in (409, 422):
+            raise
+        await store.get(namespace, name)  # raises if it still is not there
+
+
 async def bootstrap(stores: dict[tuple[str, str], Store], secure_port: int = 6443,
-                    cluster_ip: str = "10.0.0.1") -> None:
+                    cluster_ip: str = "", service_cidr: ServiceIPRange | None = None) -> None:
     namespaces = stores[("", "namespaces")]
     for name in SYSTEM_NAMESPACES:
         await _ensure(namespaces, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    cidr = service_cidr or ServiceIPRange.parse(DEFAULT_SERVICE_CIDR)
+    if ("networking.k8s.io", "servicecidrs") in stores:
+        await ensure_default_service_cidr(stores[("networking.k8s.io", "servicecidrs")], cidr)
+    cluster_ip = cluster_ip or cidr.indexed(1)  # the range's first address, as kube-apiserver's
     services = stores[("", "services")]
-    await _ensure(services, "default", {
+    await _ensure_absent_first(services, "default", {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "kubernetes", "namespace": "default",
                      "labels": {"component": "apiserver", "provider": "kubernetes"}},
         "spec": {"type": "ClusterIP", "clusterIP": cluster_ip, "clusterIPs": [cluster_ip],
-                 "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+                 "sessionAffinity": "None", "ipFamilies": [cidr.family], "ipFamilyPolicy": "SingleStack",
                  "internalTrafficPolicy": "Cluster",
                  "ports": [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": secure_port}]},
     })

@@ -10,7 +10,7 @@ lives in ``catalog_priorities``. This module joins them and answers look-ups.
 Not served here (yet): create-only virtual resources (``bindings``, ``pods/eviction``,
 ``tokenreviews``, ``subjectaccessreviews`` and the other review kinds,
 ``serviceaccounts/token``), connect subresources (``pods/log``, ``exec``, ``attach``,
-``portforward``, ``proxy``), ``namespaces/finalize``, ``pods/ephemeralcontainers``,
+``portforward``, ``proxy``), ``pods/ephemeralcontainers``,
 ``pods/resize`` and the deprecated read-only ``componentstatuses``.
 """
 

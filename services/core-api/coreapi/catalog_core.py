@@ -2,7 +2,8 @@
 
 Only object-shaped resources with a stored schema are listed. Create-only or connect-style
 endpoints (``bindings``, ``pods/eviction``, ``pods/log``, ``pods/exec``, ``nodes/proxy``,
-``serviceaccounts/token``, ``namespaces/finalize``, ...) are not in this table.
+``serviceaccounts/token``, ...) are not in this table; ``namespaces/finalize`` is (PUT only,
+served by ``coreapi.namespaces``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=False,
         short_names=("ns",),
         verbs=NAMESPACE_VERBS,
-        subresources=_STATUS,
+        subresources=("finalize", "status"),
     ),
     builtin("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=_STATUS),
     builtin(

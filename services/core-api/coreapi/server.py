@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
@@ -11,9 +12,14 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog, conversion, reviews
+from . import catalog, conversion, namespaces, reviews, services
 from .admission import NamespaceLifecycle
+from .allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, PortRange, ServiceIPRange
+from .allocation.repair import repair as repair_allocations
 from .bootstrap import bootstrap
+from .controllers import garbagecollector_policy
+from .controllers.manager import ControllerOptions
+from .controllers.manager import install as install_controllers
 from .strategies import strategy_for
 
 log = logging.getLogger(__name__)
@@ -43,15 +49,33 @@ def _order_key(group: str, version: str) -> tuple[int, int, str, str]:
     return (-gp, -vp, group, version)
 
 
-def build_server(config: ServerConfig, secure_port: int = 6443) -> GenericAPIServer:
+def build_server(config: ServerConfig, secure_port: int = 6443,
+                 controllers: ControllerOptions | None = None,
+                 service_cidr: ServiceIPRange | None = None, node_ports: PortRange | None = None) -> GenericAPIServer:
+    service_cidr = service_cidr or ServiceIPRange.parse(DEFAULT_SERVICE_CIDR)
     schemas = SchemaCatalog.load()
     server = GenericAPIServer(
         config, _order_key,
         storage_hash=lambda info: info.extra.get(catalog.STORAGE_VERSION_HASH_KEY, ""),
         definitions=schemas.definitions,
     )
+    prefix = config.etcd_prefix.rstrip("/")
     for info in catalog.BUILTIN_RESOURCES:
+        if (info.group, info.plural) == ("", "namespaces"):
+            # Two-phase delete and the finalize subresource; the kubernetes finalizer only when
+            # a namespace controller runs to remove it.
+            server.add_store(namespaces.build_store(info, schemas, server.etcd, f"{prefix}/{storage_key(info)}",
+                                                    server.admission, config.watch_cache_size,
+                                                    add_kubernetes_finalizer=controllers is not None))
+            continue
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
+    if controllers is not None:
+        garbagecollector_policy.enable(server.stores)  # a garbage collector runs: honour propagation
+    service_store = server.by_resource[("", "services")]
+    allocator = services.build_allocator(server.by_resource, server.etcd, prefix, service_cidr,
+                                         node_ports or PortRange.parse(DEFAULT_NODE_PORT_RANGE))
+    services.install_allocation(service_store, allocator)
+    server.post_start.append(lambda _s: repair_allocations(service_store, allocator))  # before bootstrap
     review = reviews.SELF_SUBJECT_REVIEW
     server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
                                                     f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
@@ -59,9 +83,11 @@ def build_server(config: ServerConfig, secure_port: int = 6443) -> GenericAPISer
 
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"
-                         or st.info.group == ""}, secure_port=secure_port)
+                         or st.info.group == ""}, secure_port=secure_port, service_cidr=service_cidr)
 
     server.post_start.append(run_bootstrap)
+    if controllers is not None:
+        install_controllers(server, controllers)
     return server
 
 
@@ -70,7 +96,25 @@ def main(argv: list[str] | None = None) -> None:
     add_common_flags(parser, default_port=6444)
     parser.add_argument("--advertise-port", type=int, default=6443,
                         help="the gateway's port, used as the kubernetes Service's targetPort")
+    parser.add_argument("--root-ca-file", default="",
+                        help="the cluster CA (PEM) published as the kube-root-ca.crt ConfigMap in every namespace")
+    parser.add_argument("--controllers", default=True, action=argparse.BooleanOptionalAction,
+                        help="run the controllers (under leader election)")
+    parser.add_argument("--service-cluster-ip-range", default=DEFAULT_SERVICE_CIDR,
+                        help="CIDR the Services' ClusterIPs are allocated from (its first address goes to "
+                             "default/kubernetes)")
+    parser.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORT_RANGE,
+                        help="port range (e.g. 30000-32767) NodePort Services' node ports are allocated from")
     args = parser.parse_args(argv)
+    try:
+        service_cidr = ServiceIPRange.parse(args.service_cluster_ip_range)
+        node_ports = PortRange.parse(args.service_node_port_range)
+    except ValueError as err:
+        parser.error(str(err))
     logging.basicConfig(level=args.log_level, format="%(asctime)s core-api %(levelname)s %(name)s: %(message)s")
-    server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port)
+    options = None
+    if args.controllers:
+        options = ControllerOptions(root_ca=Path(args.root_ca_file).read_text() if args.root_ca_file else "")
+    server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port, controllers=options,
+                          service_cidr=service_cidr, node_ports=node_ports)
     run_forever(server.run())

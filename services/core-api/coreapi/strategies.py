@@ -12,10 +12,13 @@ from genericapi.apimachinery import validation
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
+from genericapi.registry.meta import now_rfc3339
+from genericapi.registry.options import DeleteOptions
 from genericapi.registry.strategy import Strategy
 
-from . import defaults
+from . import defaults, pods, services
 from . import validation as semantic
+from .defaults import pod_status
 
 #: Kinds whose spec changes bump metadata.generation (their strategies do so in kube-apiserver).
 GENERATION_KINDS = frozenset({
@@ -77,9 +80,37 @@ class NamespaceStrategy(BuiltinStrategy):
             labels["kubernetes.io/metadata.name"] = name
 
 
+class PodStrategy(BuiltinStrategy):
+    """Pods: a new Pod's status is phase Pending with its QoS class (from the defaulted resources)."""
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        defaults.apply(self.info, obj)  # the QoS class is computed on the defaulted Pod, as in kube
+        obj["status"] = pod_status.initial_status(obj, now_rfc3339())
+
+    def check_graceful_delete(self, obj: dict[str, Any], opts: DeleteOptions) -> int | None:
+        return pods.grace_period(obj, opts)
+
+
+class ServiceStrategy(BuiltinStrategy):
+    """Services: empty load-balancer status on create; a type change drops what no longer applies."""
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        services.prepare_for_create(obj)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        services.prepare_for_update(new, old)
+
+
+_STRATEGIES: dict[tuple[str, str], type[BuiltinStrategy]] = {
+    ("", "Namespace"): NamespaceStrategy,
+    ("", "Pod"): PodStrategy,
+    ("", "Service"): ServiceStrategy,
+}
+
+
 def strategy_for(info: ResourceInfo, schemas: SchemaCatalog) -> Strategy:
-    cls: type[BuiltinStrategy] = NamespaceStrategy if (info.group, info.kind) == ("", "Namespace") \
-        else BuiltinStrategy
+    cls = _STRATEGIES.get((info.group, info.kind), BuiltinStrategy)
     strategy = cls(info, schemas)
     strategy.tracks_generation = (info.group, info.kind) in GENERATION_KINDS
     strategy.returns_deleted_object = (info.group, info.kind) in RETURNS_DELETED_OBJECT

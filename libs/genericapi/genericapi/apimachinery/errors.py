@@ -200,7 +200,7 @@ def forbidden_error(group: str, resource: str, name: str, why: str) -> APIError:
 
 def method_not_supported(group: str, resource: str, verb: str) -> APIError:
     return APIError(405, "MethodNotAllowed",
-                    f"{verb} is not supported on resources of kind {_qualified(group, resource)!r}",
+                    f"{verb} is not supported on resources of kind \"{_qualified(group, resource)}\"",
                     _details("", group, resource))
 
 
@@ -257,3 +257,33 @@ def path_not_found() -> APIError:
 def too_many_requests(message: str, retry_after: int = 1) -> APIError:
     return APIError(429, "TooManyRequests", message, {"retryAfterSeconds": retry_after},
                     {"Retry-After": str(retry_after)})
+
+
+def too_long_value(path: str, max_length: int) -> FieldError:
+    """``field.TooLong`` as apimachinery 1.33 words it (the value itself is never shown)."""
+    if max_length < 0:
+        return FieldError("FieldValueTooLong", path, "value is too long")
+    unit = "byte" if max_length == 1 else "bytes"
+    return FieldError("FieldValueTooLong", path, f"may not be more than {max_length} {unit}")
+
+
+def too_many(path: str, actual: int, max_items: int) -> FieldError:
+    """``field.TooMany``: ``Too many: 5: must have at most 3 items``."""
+    if max_items >= 0:
+        detail = f"must have at most {max_items} {'item' if max_items == 1 else 'items'}"
+    else:
+        detail = "has too many items"
+    if actual >= 0:
+        return FieldError("FieldValueTooMany", path, detail, actual, True)
+    return FieldError("FieldValueTooMany", path, detail)
+
+
+def type_invalid(path: str, value: Any, detail: str) -> FieldError:
+    """``field.TypeInvalid``: printed like Invalid value, reason ``FieldValueTypeInvalid``."""
+    return FieldError("FieldValueTypeInvalid", path, detail, value, True)
+
+
+def unknown_error(message: str, code: int = 500) -> APIError:
+    """A plain Go error reaching the client (``ErrorToAPIStatus``): 500, no reason, the error text
+    as message (e.g. a failed CR conversion: ``conversion for ... failed: ...``)."""
+    return APIError(code, "", message)

@@ -18,6 +18,7 @@ from genericapi.apimachinery.errors import bad_request
 from genericapi.apimachinery.tables_common import (
     META,
     PRINTERS,
+    Printer,
     RowResult,
     column,
     doc,
@@ -57,9 +58,12 @@ def _default_columns() -> list[dict[str, Any]]:
     return [name_column(), column("Created At", "date", doc(META, "creationTimestamp"))]
 
 
-def table_columns(group: str, resource: str) -> list[dict[str, Any]]:
-    """The ``columnDefinitions`` for a resource (a fresh list the caller may modify)."""
-    printer = PRINTERS.get((group, resource))
+def table_columns(group: str, resource: str, printer: Printer | None = None) -> list[dict[str, Any]]:
+    """The ``columnDefinitions`` for a resource (a fresh list the caller may modify).
+
+    ``printer`` overrides the registered one (a custom resource's additionalPrinterColumns).
+    """
+    printer = printer or PRINTERS.get((group, resource))
     columns = printer.columns if printer is not None else _default_columns()
     return [dict(c) for c in columns]
 
@@ -70,8 +74,9 @@ def _now(now: datetime | None) -> datetime:
     return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
-def _row(group: str, resource: str, obj: Mapping[str, Any], now: datetime) -> RowResult:
-    printer = PRINTERS.get((group, resource))
+def _row(group: str, resource: str, obj: Mapping[str, Any], now: datetime,
+         printer: Printer | None = None) -> RowResult:
+    printer = printer or PRINTERS.get((group, resource))
     if printer is None:
         return RowResult([get(obj, "metadata", "name") or "",
                           rfc3339(get(obj, "metadata", "creationTimestamp"))])
@@ -92,9 +97,10 @@ def partial_object_metadata(obj: Mapping[str, Any], api_version: str = "meta.k8s
 
 
 def table_row(group: str, resource: str, obj: Mapping[str, Any], include_object: str = INCLUDE_METADATA,
-              now: datetime | None = None, table_api_version: str = "meta.k8s.io/v1") -> dict[str, Any]:
+              now: datetime | None = None, table_api_version: str = "meta.k8s.io/v1",
+              printer: Printer | None = None) -> dict[str, Any]:
     """One ``TableRow`` (useful for watch events with ``as=Table``)."""
-    result = _row(group, resource, obj, _now(now))
+    result = _row(group, resource, obj, _now(now), printer)
     row: dict[str, Any] = {"cells": result.cells}
     if result.conditions:
         row["conditions"] = [dict(c) for c in result.conditions]
@@ -117,8 +123,8 @@ def validate_include_object(include_object: str) -> str:
 def build_table(group: str, resource: str, objects: Iterable[Mapping[str, Any]],
                 include_object: str = INCLUDE_METADATA, now: datetime | None = None,
                 list_meta: Mapping[str, Any] | None = None, *, no_headers: bool = False,
-                table_api_version: str = "meta.k8s.io/v1") -> dict[str, Any]:
-    """A complete ``meta.k8s.io/v1`` Table for ``objects``.
+                table_api_version: str = "meta.k8s.io/v1", printer: Printer | None = None) -> dict[str, Any]:
+    """A complete ``meta.k8s.io/v1`` Table for ``objects`` (``printer``: see :func:`table_columns`).
 
     ``list_meta`` is the list's metadata (``resourceVersion``, ``continue``,
     ``remainingItemCount``); for a single object pass ``[obj]`` and its resourceVersion is used.
@@ -141,6 +147,7 @@ def build_table(group: str, resource: str, objects: Iterable[Mapping[str, Any]],
         "kind": "Table",
         "apiVersion": table_api_version,
         "metadata": metadata,
-        "columnDefinitions": [] if no_headers else table_columns(group, resource),
-        "rows": [table_row(group, resource, obj, include, moment, table_api_version) for obj in object_list],
+        "columnDefinitions": [] if no_headers else table_columns(group, resource, printer),
+        "rows": [table_row(group, resource, obj, include, moment, table_api_version, printer)
+                 for obj in object_list],
     }

@@ -241,4 +241,35 @@ def validate_object_meta(meta: Mapping[str, Any], namespaced: bool, name_validat
     finalizers = meta.get("finalizers")
     if isinstance(finalizers, list):
         errs.extend(validate_finalizers(finalizers, f"{path}.finalizers"))
+    refs = meta.get("ownerReferences")
+    if isinstance(refs, list):
+        errs.extend(validate_owner_references(refs, f"{path}.ownerReferences"))
+    return errs
+
+
+def validate_owner_references(refs: list[Any], path: str) -> list[FieldError]:
+    """``ValidateOwnerReferences``: every field set, no Event owner, one controller at most."""
+    errs: list[FieldError] = []
+    controller = ""
+    for ref in refs:
+        if not isinstance(ref, Mapping):
+            continue
+        api_version, kind = str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
+        group, _, version = api_version.rpartition("/")
+        if not version:
+            errs.append(errors.invalid(f"{path}.apiVersion", api_version, "version must not be empty"))
+        if not kind:
+            errs.append(errors.invalid(f"{path}.kind", kind, "kind must not be empty"))
+        for key in ("name", "uid"):
+            if not ref.get(key):
+                errs.append(errors.invalid(f"{path}.{key}", str(ref.get(key) or ""), f"{key} must not be empty"))
+        if (group, version, kind) == ("", "v1", "Event"):
+            errs.append(errors.invalid(path, dict(ref), "/v1, Kind=Event is disallowed from being an owner"))
+        if ref.get("controller") is True:
+            current = f"{kind}/{ref.get('name') or ''}"
+            if controller:
+                errs.append(errors.invalid(path, list(refs), "Only one reference can have Controller set to true. "
+                                           f"Found \"true\" in references for {controller} and {current}"))
+            else:
+                controller = current
     return errs

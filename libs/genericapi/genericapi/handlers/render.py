@@ -23,7 +23,8 @@ def render_object(store: Store, obj: dict[str, Any], out: Output, pretty: bool,
                   status: int = 200) -> Response:
     if out.mode == "table":
         info = store.info
-        table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object)
+        table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object,
+                                   printer=store.strategy.table_printer)
         return object_response(table, status, pretty=pretty)
     if out.mode == "partial":
         return object_response(partial(obj), status, pretty=pretty)
@@ -44,7 +45,8 @@ def render_list(store: Store, result: ListResult, out: Output, pretty: bool) -> 
     meta = _list_meta(result)
     if out.mode == "table":
         table = tables.build_table(info.group, info.plural, [o for o, _ in result.items],
-                                   include_object=out.include_object, list_meta=meta)
+                                   include_object=out.include_object, list_meta=meta,
+                                   printer=store.strategy.table_printer)
         return object_response(table, pretty=pretty)
     if out.mode == "partial":
         body = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,

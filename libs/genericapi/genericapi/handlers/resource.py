@@ -17,7 +17,7 @@ from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import k8sproto
 from genericapi.apimachinery.decoding import decode_body
 from genericapi.registry.fieldvalidation import check_fields
-from genericapi.registry.options import ListResult
+from genericapi.registry.options import DeleteOptions, ListResult
 from genericapi.registry.store import Store
 
 from . import params as qp
@@ -149,7 +149,9 @@ async def delete(t: Target, request: Request) -> Response:
     body = await _delete_body(request)
     opts = qp.delete_options(request.query_params, body)
     obj, gone = await t.store.delete(t.namespace, t.name, opts)
-    status = 200 if gone else 202
+    # 202 only when the object stays and the client asked orphanDependents=false (as kube: other
+    # pending deletions, a terminating namespace or a graceful pod, answer 200).
+    status = 202 if not gone and opts.orphan_dependents is False else 200
     info = t.store.info
     if gone and not t.store.strategy.returns_deleted_object:
         details: dict[str, Any] = {"name": t.name}
@@ -159,8 +161,16 @@ async def delete(t: Target, request: Request) -> Response:
         details["uid"] = (obj.get("metadata") or {}).get("uid", "")
         body_out = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                     "details": details}
-        return object_response(body_out, status, pretty=_pretty(request))
-    return object_response(obj, status, pretty=_pretty(request))
+        resp = object_response(body_out, status, pretty=_pretty(request))
+    else:
+        resp = object_response(obj, status, pretty=_pretty(request))
+    _add_policy_warning(resp, t.store, opts)
+    return resp
+
+
+def _add_policy_warning(resp: Response, store: Store, opts: DeleteOptions) -> None:
+    if store.default_policy_warning and opts.propagation_policy is None and opts.orphan_dependents is None:
+        _add_warnings(resp, [store.default_policy_warning])
 
 
 async def delete_collection(t: Target, request: Request) -> Response:
@@ -168,7 +178,9 @@ async def delete_collection(t: Target, request: Request) -> Response:
     opts = qp.delete_options(request.query_params, body)
     list_opts = qp.list_options(t.store.info, request.query_params)
     result: ListResult = await t.store.delete_collection(t.namespace, list_opts, opts)
-    return render_list(t.store, result, Output("object"), _pretty(request))
+    resp = render_list(t.store, result, Output("object"), _pretty(request))
+    _add_policy_warning(resp, t.store, opts)
+    return resp
 
 
 async def _delete_body(request: Request) -> dict[str, Any] | None:

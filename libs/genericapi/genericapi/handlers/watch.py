@@ -57,7 +57,8 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
 
     def encode(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
         if out.mode == "table" and obj is not None and event_type != "BOOKMARK":
-            table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object)
+            table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object,
+                                       printer=store.strategy.table_printer)
             return _event_line(event_type, orjson.dumps(table))
         if out.mode == "partial" and obj is not None and event_type != "BOOKMARK":
             return _event_line(event_type, orjson.dumps(partial(obj)))

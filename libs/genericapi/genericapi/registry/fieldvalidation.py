@@ -18,19 +18,25 @@ from .strategy import Strategy
 
 def check_fields(strategy: Strategy, obj: dict[str, Any], mode: str, duplicates: list[str]) -> list[str]:
     """Apply the policy; returns warnings to send. Prunes unknown fields from ``obj``."""
-    schemas = strategy.schemas
-    if schemas is None:
-        return []
     info = strategy.info
-    result = validation.validate_object(obj, schemas, info.group, info.version, info.kind)
-    if result.decode_error:
-        raise apierrors.bad_request(validation.decode_error_message(info.kind, info.version,
-                                                                    result.decode_error))
+    own = strategy.prune_unknown_fields(obj)
+    if own is not None:
+        # A kind with its own schema (a custom resource) pruned itself, as kube's CR decoder does.
+        unknown = own
+    else:
+        schemas = strategy.schemas
+        if schemas is None:
+            return []
+        result = validation.validate_object(obj, schemas, info.group, info.version, info.kind)
+        if result.decode_error:
+            raise apierrors.bad_request(validation.decode_error_message(info.kind, info.version,
+                                                                        result.decode_error))
+        unknown = result.unknown_fields
+        for path in unknown:
+            prune_path(obj, path)
     problems = []
-    if mode != "Ignore" and (duplicates or result.unknown_fields):
-        problems = validation.strict_field_messages(obj, duplicates, result.unknown_fields)
-    for path in result.unknown_fields:
-        prune_path(obj, path)
+    if mode != "Ignore" and (duplicates or unknown):
+        problems = validation.strict_field_messages(obj, duplicates, unknown)
     if not problems:
         return []
     if mode == "Strict":

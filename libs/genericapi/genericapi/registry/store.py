@@ -11,6 +11,7 @@ import base64
 import copy
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -32,6 +33,14 @@ log = logging.getLogger(__name__)
 
 #: Hook run before a write: (operation, store, namespace, object) -> None or raise APIError.
 AdmissionHook = Callable[[str, "Store", str, dict[str, Any]], Awaitable[None]]
+#: Called once a write that a begin hook prepared succeeded (True) or failed (False).
+FinishHook = Callable[[bool], Awaitable[None]]
+#: kube's BeginCreate: (object, dry_run) -> finish; runs after defaulting, before validation.
+BeginCreateHook = Callable[[dict[str, Any], bool], Awaitable[FinishHook]]
+#: kube's BeginUpdate: (new, old, dry_run) -> finish; runs after defaulting, before validation.
+BeginUpdateHook = Callable[[dict[str, Any], dict[str, Any], bool], Awaitable[FinishHook]]
+#: kube's AfterDelete: (the deleted object); runs once it is gone from etcd (never on dry-run).
+AfterDeleteHook = Callable[[dict[str, Any]], Awaitable[None]]
 
 _GENERATE_NAME_ATTEMPTS = 8
 #: Unpinned updates (patches without a resourceVersion) retry on conflict like etcd3's
@@ -61,6 +70,15 @@ class Store:
         self.admission: list[AdmissionHook] = admission if admission is not None else []
         #: Whether a garbage collector honours orphan/foreground deletion finalizers.
         self.gc_enabled = False
+        #: Propagation when a DELETE names none (kube's DefaultGarbageCollectionPolicy):
+        #: "Background" for most resources, "Orphan" for a few group-versions (batch/v1 Jobs).
+        self.default_gc_policy = "Background"
+        #: Warning for a DELETE that names no propagation (batch/v1 Jobs warn that pods stay).
+        self.default_policy_warning = ""
+        #: Resources that allocate around their writes (Service ClusterIPs and NodePorts).
+        self.begin_create: BeginCreateHook | None = None
+        self.begin_update: BeginUpdateHook | None = None
+        self.after_delete: AfterDeleteHook | None = None
 
     async def start(self) -> None:
         await self.cache.start()
@@ -233,22 +251,30 @@ class Store:
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
             self._fill_system_fields(meta)
-            errs = self.strategy.validate(obj)
-            if errs:
-                raise apierrors.invalid_object(self.info.group, self.info.kind, meta.get("name", ""), errs)
-            if dry_run:
-                return obj
+            finish = await self.begin_create(obj, dry_run) if self.begin_create is not None else None
+            written = False
             try:
-                rev = await self.client.create(self.key(namespace, meta["name"]), self.codec.encode(obj))
-            except serrors.KeyExistsError as err:
-                if generated and attempt + 1 < _GENERATE_NAME_ATTEMPTS:
-                    continue
-                if generated:
-                    raise apierrors.generate_name_conflict(self.info.group, self.info.plural,
-                                                           meta["name"]) from err
-                raise self._err(err, meta.get("name", "")) from err
-            except serrors.StorageError as err:
-                raise self._err(err, meta.get("name", "")) from err
+                errs = self.strategy.validate(obj)
+                if errs:
+                    raise apierrors.invalid_object(self.info.group, self.info.kind, meta.get("name", ""), errs)
+                if dry_run:
+                    written = True
+                    return obj
+                try:
+                    rev = await self.client.create(self.key(namespace, meta["name"]), self.codec.encode(obj))
+                except serrors.KeyExistsError as err:
+                    if generated and attempt + 1 < _GENERATE_NAME_ATTEMPTS:
+                        continue
+                    if generated:
+                        raise apierrors.generate_name_conflict(self.info.group, self.info.plural,
+                                                               meta["name"]) from err
+                    raise self._err(err, meta.get("name", "")) from err
+                except serrors.StorageError as err:
+                    raise self._err(err, meta.get("name", "")) from err
+                written = True
+            finally:
+                if finish is not None:
+                    await finish(written)  # a failed create gives back what it allocated
             meta["resourceVersion"] = str(rev)
             return obj
         raise AssertionError("unreachable")
@@ -313,40 +339,65 @@ class Store:
             if new_rv != current_rv:
                 raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
             new = self._prepare_update(namespace, name, new, old, subresource)
-            for hook in self.admission:
-                await hook("UPDATE", self, namespace, new)
-            errs = self.strategy.validate_update(new, old)
-            if errs:
-                raise apierrors.invalid_object(self.info.group, self.info.kind, name, errs)
-            new_meta = new["metadata"]
-            if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
-                # The last finalizer is gone from an object being deleted: it goes now.
-                if dry_run:
-                    return new
-                try:
-                    await self.client.delete(kv.key, kv.mod_revision)
-                except serrors.RevisionConflictError:
-                    if pinned:
-                        raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
-                    continue
-                except serrors.StorageError as err:
-                    raise self._err(err, name) from err
-                return new
-            if new == old:
-                return old  # nothing changed: no write, no new resourceVersion (as kube)
+            finish = None
+            if self.begin_update is not None and subresource != "status":
+                finish = await self.begin_update(new, old, dry_run)
+            out = None
+            try:
+                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run)
+            finally:
+                if finish is not None:
+                    await finish(out is not None)  # a failed or retried update gives back its allocations
+            if out is not None:
+                return out
+        raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+
+    async def _write_update(self, namespace: str, name: str, new: dict[str, Any], old: dict[str, Any],
+                            kv: KeyValue, pinned: bool, dry_run: bool) -> dict[str, Any] | None:
+        """Admit, validate and write one prepared update; None when a lost race means retry."""
+        for hook in self.admission:
+            await hook("UPDATE", self, namespace, new)
+        errs = self.strategy.validate_update(new, old)
+        if errs:
+            raise apierrors.invalid_object(self.info.group, self.info.kind, name, errs)
+        new_meta = new["metadata"]
+        if self.should_delete_during_update(new):
+            # The last finalizer is gone from an object being deleted: it goes now.
             if dry_run:
                 return new
             try:
-                rev = await self.client.update(kv.key, self.codec.encode(new), kv.mod_revision)
+                await self.client.delete(kv.key, kv.mod_revision)
             except serrors.RevisionConflictError:
                 if pinned:
                     raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
-                continue
+                return None
             except serrors.StorageError as err:
                 raise self._err(err, name) from err
-            new_meta["resourceVersion"] = str(rev)
+            await self._deleted(new)
             return new
-        raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+        if new == old:
+            return old  # nothing changed: no write, no new resourceVersion (as kube)
+        if dry_run:
+            return new
+        try:
+            rev = await self.client.update(kv.key, self.codec.encode(new), kv.mod_revision)
+        except serrors.RevisionConflictError:
+            if pinned:
+                raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
+            return None
+        except serrors.StorageError as err:
+            raise self._err(err, name) from err
+        new_meta["resourceVersion"] = str(rev)
+        return new
+
+    async def _deleted(self, obj: dict[str, Any]) -> None:
+        """The object is gone from etcd: run the resource's after-delete hook (releases)."""
+        if self.after_delete is not None:
+            try:
+                await self.after_delete(obj)
+            except Exception:  # the delete happened; a failed cleanup must not turn it into an error
+                log.exception("after-delete hook of %s %s failed", self.info.plural,
+                              obj.get("metadata", {}).get("name"))
 
     def _prepare_update(self, namespace: str, name: str, new: dict[str, Any], old: dict[str, Any],
                         subresource: str) -> dict[str, Any]:
@@ -386,22 +437,26 @@ class Store:
             self._check_preconditions(name, meta, opts)
             for hook in self.admission:
                 await hook("DELETE", self, namespace, obj)
+            graceful, pending = self._before_delete(obj, opts)
+            if pending:
+                return obj, False  # a graceful deletion is under way and this one would not shorten it
             finalizers = list(meta.get("finalizers") or [])
-            policy = opts.propagation_policy
-            if policy is None and opts.orphan_dependents:
-                policy = "Orphan"
-            if self.gc_enabled and policy == "Orphan" and "orphan" not in finalizers:
-                finalizers.append("orphan")
-            if self.gc_enabled and policy == "Foreground" and "foregroundDeletion" not in finalizers:
-                finalizers.append("foregroundDeletion")
+            if self.gc_enabled:
+                finalizers = gc_finalizers(finalizers, opts, self.default_gc_policy)
+            if graceful and not finalizers:
+                done = await self._graceful_delete(obj, kv, opts.dry_run)
+                if done is None:
+                    continue
+                return obj, done
             if finalizers:
-                if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
+                if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []) \
+                        and not graceful:
                     return obj, False  # already being deleted; nothing changes
+                if self.strategy.tracks_generation and not meta.get("deletionTimestamp"):
+                    meta["generation"] = int(meta.get("generation") or 1) + 1  # once, as markAsDeleting
                 meta.setdefault("deletionTimestamp", now_rfc3339())
                 meta.setdefault("deletionGracePeriodSeconds", 0)
                 meta["finalizers"] = finalizers
-                if self.strategy.tracks_generation:
-                    meta["generation"] = int(meta.get("generation") or 1) + 1
                 if opts.dry_run:
                     return obj, False
                 try:
@@ -422,8 +477,69 @@ class Store:
                 raise self._not_found(name) from err
             except serrors.StorageError as err:
                 raise self._err(err, name) from err
+            await self._deleted(obj)
             return obj, True
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+
+    def _before_delete(self, obj: dict[str, Any], opts: DeleteOptions) -> tuple[bool, bool]:
+        """kube's ``rest.BeforeDelete``: (graceful, pending). Sets deletionTimestamp (now + grace)
+        and deletionGracePeriodSeconds when the strategy grants a grace period; a later delete
+        may only shorten a running one; one that does not is pending (nothing changes)."""
+        meta = obj["metadata"]
+        current = meta.get("deletionGracePeriodSeconds")
+        if isinstance(current, int) and current < 0:
+            meta["deletionGracePeriodSeconds"] = current = 1
+        if meta.get("deletionTimestamp"):
+            if not current:
+                return False, False  # finalizer deletion, or a grace period already over: delete now
+            period = opts.grace_period_seconds
+            if period is None or period >= current:
+                return False, True
+            meta["deletionTimestamp"] = _shift_rfc3339(str(meta["deletionTimestamp"]), period - current)
+            meta["deletionGracePeriodSeconds"] = period
+            return True, False
+        period = self.strategy.check_graceful_delete(obj, opts)
+        if period is None:
+            return False, False
+        meta["deletionTimestamp"] = _shift_rfc3339(now_rfc3339(), period)
+        meta["deletionGracePeriodSeconds"] = period
+        if self.strategy.tracks_generation:
+            meta["generation"] = int(meta.get("generation") or 1) + 1
+        return True, False
+
+    async def _graceful_delete(self, obj: dict[str, Any], kv: KeyValue, dry_run: bool) -> bool | None:
+        """Write the graceful deletion marks; with a zero grace period the object then goes (as
+        kube: an update then a delete). Whether it is gone; None when a lost race means retry."""
+        meta = obj["metadata"]
+        immediate = not meta.get("deletionGracePeriodSeconds")
+        if dry_run:
+            return immediate
+        try:
+            rev = await self.client.update(kv.key, self.codec.encode(obj), kv.mod_revision)
+        except serrors.RevisionConflictError:
+            return None
+        except serrors.StorageError as err:
+            raise self._err(err, meta.get("name", "")) from err
+        meta["resourceVersion"] = str(rev)
+        if not immediate:
+            return False
+        try:
+            await self.client.delete(kv.key, rev)
+        except serrors.RevisionConflictError:
+            return None  # changed in between: the next round deletes it (its grace period is 0)
+        except serrors.KeyNotFoundError:
+            pass  # someone else deleted it first: that is fine
+        except serrors.StorageError as err:
+            raise self._err(err, meta.get("name", "")) from err
+        await self._deleted(obj)
+        return True
+
+    def should_delete_during_update(self, obj: dict[str, Any]) -> bool:
+        """Whether an update removed the last finalizer of an object being deleted (it goes now);
+        not while a graceful deletion's period runs (its grace, kept from the stored object, > 0)."""
+        meta = obj["metadata"]
+        return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") \
+            and not meta.get("deletionGracePeriodSeconds")
 
     def _check_preconditions(self, name: str, meta: dict[str, Any], opts: DeleteOptions) -> None:
         if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
@@ -452,6 +568,38 @@ class Store:
                 raise
             deleted.append((out, orjson.dumps(out)))
         return ListResult(deleted, listed.revision)
+
+
+def gc_finalizers(current: list[str], opts: DeleteOptions, default_policy: str) -> list[str]:
+    """The finalizers an object gets on DELETE when garbage collection is on, as kube's
+    ``deletionFinalizersForGarbageCollection``: the request's orphanDependents or
+    propagationPolicy decide; without them an orphan/foregroundDeletion finalizer already there
+    stays; otherwise the resource's default policy (only "Orphan" adds a finalizer)."""
+    has_orphan, has_foreground = "orphan" in current, "foregroundDeletion" in current
+    if opts.orphan_dependents is not None:
+        orphan, foreground = opts.orphan_dependents, not opts.orphan_dependents
+    elif opts.propagation_policy in ("Orphan", "Background", "Foreground"):
+        orphan = opts.propagation_policy == "Orphan"
+        foreground = opts.propagation_policy == "Foreground"
+    elif has_orphan or has_foreground:
+        orphan, foreground = has_orphan, has_foreground and not has_orphan
+    else:
+        orphan, foreground = default_policy == "Orphan", False
+    out = [f for f in current if f not in ("orphan", "foregroundDeletion")]
+    if orphan:
+        out.append("orphan")
+    if foreground:
+        out.append("foregroundDeletion")
+    return out if set(out) != set(current) else current
+
+
+def _shift_rfc3339(stamp: str, seconds: int) -> str:
+    """An RFC 3339 timestamp moved by ``seconds`` (kube's deletion timestamps are second precision)."""
+    try:
+        when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        when = datetime.now(UTC)
+    return (when + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _parse_rv(rv: str) -> int:

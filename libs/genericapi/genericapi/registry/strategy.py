@@ -14,6 +14,9 @@ from genericapi.apimachinery import validation
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
+from genericapi.apimachinery.tables_common import Printer
+
+from .options import DeleteOptions
 
 NameValidator = validation.NameValidator
 
@@ -25,6 +28,8 @@ class Strategy:
     tracks_generation: bool = False
     #: Kinds whose objects return themselves from DELETE (others answer a success Status).
     returns_deleted_object: bool = False
+    #: Table printer of this kind when it is not registered by (group, resource) (custom resources).
+    table_printer: Printer | None = None
 
     def __init__(self, info: ResourceInfo, schemas: SchemaCatalog | None = None,
                  name_validator: NameValidator | None = None) -> None:
@@ -71,6 +76,18 @@ class Strategy:
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
         return self.validate(new)
+
+    def prune_unknown_fields(self, obj: dict[str, Any]) -> list[str] | None:
+        """For kinds that know their own schema (custom resources): drop fields it does not
+        declare and return their paths. None means "use the built-in schema catalog"."""
+        return None
+
+    # -- hooks: delete ------------------------------------------------------------------
+    def check_graceful_delete(self, obj: dict[str, Any], opts: DeleteOptions) -> int | None:
+        """kube's ``RESTGracefulDeleteStrategy.CheckGracefulDelete``: the grace period (seconds)
+        before ``obj`` goes, or None when the kind is deleted at once (most kinds). A period of 0
+        still marks the object (deletionTimestamp) before it is removed, as kube does."""
+        return None
 
     def spec_changed(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
         """Whether anything but metadata and status changed (what bumps generation)."""

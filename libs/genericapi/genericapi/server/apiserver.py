@@ -27,6 +27,7 @@ from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import EtcdClient
 
 from .app import Dispatcher, build_app, serve
+from .control import ControlListen, ControlServer
 from .discovery import DiscoveryDocuments, OrderFn
 from .health import HealthChecks
 from .openapi import OpenAPIService
@@ -60,6 +61,10 @@ class ServerConfig:
     advertise_address: str = ""
     #: Client certificate common names whose X-Remote-* headers are trusted (over TLS).
     requestheader_allowed_names: tuple[str, ...] = ("front-proxy-client",)
+    #: The gRPC control channel to the gateway (discovery stream, health): a Unix socket, or a TCP
+    #: port on ``bind_address`` (TLS with the serving cert and client CA when given). Neither: off.
+    grpc_unix_socket: str = ""
+    grpc_port: int = 0
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
@@ -87,6 +92,10 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
                         help="comma-separated client certificate names allowed to assert users in X-Remote-*")
     parser.add_argument("--advertise-address", default="127.0.0.1:6443",
                         help="host:port clients reach the API at (the gateway's), published in /api")
+    parser.add_argument("--grpc-bind-unix-socket", default="",
+                        help="serve the gRPC control channel (discovery stream, health) on this Unix socket")
+    parser.add_argument("--grpc-port", type=int, default=0,
+                        help="serve the gRPC control channel on this TCP port (0: not on TCP); TLS as the API")
     parser.add_argument("--log-level", default="INFO")
 
 
@@ -109,6 +118,8 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         unix_socket=args.bind_unix_socket,
         advertise_address=args.advertise_address,
         requestheader_allowed_names=tuple(n.strip() for n in args.requestheader_allowed_names.split(",") if n.strip()),
+        grpc_unix_socket=args.grpc_bind_unix_socket,
+        grpc_port=args.grpc_port,
     )
 
 
@@ -132,6 +143,8 @@ class GenericAPIServer:
         self.by_resource: dict[tuple[str, str], Store] = {}
         self.admission: list[AdmissionHook] = []
         self.post_start: list[PostStartHook] = []
+        #: Run first on stop (controllers stop and release their lease before the stores go).
+        self.pre_shutdown: list[PostStartHook] = []
         self.health = HealthChecks()
         self._order = order
         self._storage_hash = storage_hash
@@ -152,6 +165,14 @@ class GenericAPIServer:
                                 bookmark_interval=config.bookmark_interval)
         self.health.add("etcd", self._etcd_ok)
         self.health.add("poststarthook/start-complete", self._started_ok, liveness=False)
+        #: Called with the new documents at every ``publish`` (on the event loop; keep them cheap).
+        self.publish_hooks: list[Callable[[DiscoveryDocuments], None]] = []
+        self.control: ControlServer | None = None
+        listen = ControlListen(config.grpc_unix_socket, config.bind_address, config.grpc_port,
+                               config.tls_cert_file, config.tls_key_file, config.client_ca_file)
+        if listen.enabled:
+            self.control = ControlServer(config.name, listen)
+            self.publish_hooks.append(self.control.feed.update)
 
     async def _etcd_ok(self) -> bool:
         try:
@@ -174,6 +195,21 @@ class GenericAPIServer:
         self.by_resource[(store.info.group, store.info.plural)] = store
         return store
 
+    def remove_store(self, store: Store) -> None:
+        """Stop routing to a store at the next ``publish`` (resources installed at run time, e.g.
+        a deleted CRD's); the caller stops the store once it is unpublished."""
+        self.stores = [s for s in self.stores if s is not store]
+        key = (store.info.group, store.info.plural)
+        if self.by_resource.get(key) is store:
+            del self.by_resource[key]
+            for other in self.stores:
+                if (other.info.group, other.info.plural) == key:
+                    self.by_resource[key] = other
+
+    def set_definitions(self, definitions: dict[str, Any]) -> None:
+        """Replace the OpenAPI definitions (a new mapping; published at the next ``publish``)."""
+        self._definitions = definitions
+
     def publish(self) -> None:
         """Make the installed stores visible to routing, discovery and OpenAPI, at once."""
         infos = [s.info for s in self.stores]
@@ -181,6 +217,8 @@ class GenericAPIServer:
                                             server_address=self.config.advertise_address)
         self.openapi.update(infos, self._definitions)
         self.router.set_stores(list(self.stores), self.discovery)
+        for hook in self.publish_hooks:
+            hook(self.discovery)
 
     async def start(self) -> None:
         await self._wait_for_etcd()
@@ -191,6 +229,8 @@ class GenericAPIServer:
         asyncio.get_running_loop().create_task(self.openapi.warm())
         # Load the protobuf descriptors off the event loop now, not on the first typed request.
         self._warm = asyncio.get_running_loop().run_in_executor(None, k8sproto.registry)
+        if self.control is not None:
+            await self.control.start()
         self._started.set()
         log.info("%s ready", self.config.name)
 
@@ -207,12 +247,21 @@ class GenericAPIServer:
         raise RuntimeError("etcd did not become available")
 
     async def stop(self) -> None:
+        for hook in self.pre_shutdown:
+            try:
+                await hook(self)
+            except Exception:
+                log.exception("pre-shutdown hook failed")
+        if self.control is not None:
+            await self.control.stop()
         await asyncio.gather(*(s.stop() for s in self.stores), return_exceptions=True)
         if self.delegate is not None:
             await self.delegate.close()
         await self.etcd.close()
 
     async def end_watches(self) -> None:
+        if self.control is not None:
+            await self.control.drain()  # the gateway hears NOT_SERVING as this server stops accepting
         for store in self.stores:
             store.cache.end_watchers()
 

@@ -15,6 +15,8 @@ import orjson
 from genericapi.apimachinery.resources import ResourceInfo
 
 SUBRESOURCE_VERBS = ("get", "patch", "update")
+#: Subresources served with other verbs: kube registers ``namespaces/finalize`` for PUT only.
+_SUBRESOURCE_VERBS_BY_NAME: dict[str, tuple[str, ...]] = {"finalize": ("update",)}
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
@@ -26,6 +28,11 @@ def _subresource_kind(info: ResourceInfo, sub: str) -> tuple[str, str, str]:
     if sub == "scale":
         return ("autoscaling", "v1", "Scale")
     return ("", "", info.kind)
+
+
+def subresource_verbs(sub: str) -> tuple[str, ...]:
+    """The verbs a subresource is served with (routes and discovery both ask here)."""
+    return _SUBRESOURCE_VERBS_BY_NAME.get(sub, SUBRESOURCE_VERBS)
 
 
 def api_resource(info: ResourceInfo, storage_hash: str = "") -> dict[str, Any]:
@@ -49,7 +56,7 @@ def api_subresource(info: ResourceInfo, sub: str) -> dict[str, Any]:
         out["group"] = group
         out["version"] = version
     out["kind"] = kind
-    out["verbs"] = list(SUBRESOURCE_VERBS)
+    out["verbs"] = list(subresource_verbs(sub))
     return out
 
 
@@ -150,7 +157,7 @@ def aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
     for sub in sorted(info.subresources):
         group, version, kind = _subresource_kind(info, sub)
         subs.append({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind},
-                     "verbs": list(SUBRESOURCE_VERBS)})
+                     "verbs": list(subresource_verbs(sub))})
     if subs:
         out["subresources"] = subs
     return out

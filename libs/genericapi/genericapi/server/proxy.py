@@ -21,8 +21,11 @@ import aiohttp
 from starlette.types import Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery.links import http_base, unix_socket_path
 
 from .unixhttp import UnixHTTPPool, UnixResponse, UpstreamClosed
+
+__all__ = ["HOP_BY_HOP", "ReverseProxy", "UpstreamPicker", "http_base", "unix_socket_path"]
 
 log = logging.getLogger(__name__)
 
@@ -222,18 +225,6 @@ class ReverseProxy:
             resp.close()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-def unix_socket_path(base: str) -> str | None:
-    """``unix:///run/core-api.sock`` or ``unix:/run/core-api.sock`` -> the socket path."""
-    if not base.startswith("unix:"):
-        return None
-    return "/" + base[len("unix:"):].lstrip("/")
-
-
-def http_base(base: str) -> str:
-    """The URL prefix requests use: a Unix socket upstream is addressed as plain HTTP."""
-    return "http://localhost" if base.startswith("unix:") else base
 
 
 async def _read_body(receive: Receive) -> bytes:

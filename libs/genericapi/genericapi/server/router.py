@@ -27,6 +27,7 @@ from .discovery import (
     AGGREGATED_V2BETA1,
     DiscoveryDocuments,
     aggregated_body,
+    subresource_verbs,
     wants_aggregated,
 )
 
@@ -180,7 +181,7 @@ class APIRouter:
                                               info.version, info.plural, sub)
         target = rest.Target(store, namespace, name, sub, watch)
         handler = _pick(method, bool(name), bool(sub), watch)
-        if handler is None or not _allowed(store, handler):
+        if handler is None or not _allowed(store, handler, sub):
             raise _METHOD_NOT_ALLOWED
         return await handler(target, request)
 
@@ -202,6 +203,8 @@ _VERB_OF: dict[Any, str] = {
 }
 
 
-def _allowed(store: Store, handler: Endpoint) -> bool:
+def _allowed(store: Store, handler: Endpoint, sub: str = "") -> bool:
+    if sub:
+        return _VERB_OF[handler] in subresource_verbs(sub)
     return store.info.supports(_VERB_OF[handler])
 

@@ -1,0 +1,79 @@
+"""What controllers see of the API: served resources, watch events and one resource's client.
+
+Every controller is written against ``ResourceClient`` alone, so it works the same whether the
+resource lives in this process (``LocalClient``, straight onto the store) or behind the
+delegate link (``HTTPClient``, e.g. custom resources of extensions-api).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from genericapi.apimachinery.user import UserInfo
+
+#: A merge patch (an object) or a JSON patch (a list of operations).
+Patch = dict[str, Any] | list[Any]
+
+#: Who controllers act as: kube-controller-manager's user, in the masters group.
+CONTROLLER_USER = UserInfo("system:kube-controller-manager", ("system:masters", "system:authenticated"))
+
+
+@dataclass(frozen=True)
+class APIResource:
+    """One served resource, as discovery describes it."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    verbs: frozenset[str]
+    subresources: frozenset[str] = frozenset()
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_version(self) -> str:
+        """The ``apiVersion`` objects of this resource carry."""
+        return self.group_version
+
+
+@dataclass
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK | ERROR
+    object: dict[str, Any]
+
+
+class ResourceClient(Protocol):
+    """The verbs of one resource. Errors are ``APIError`` (``.code`` 404/409/410/...)."""
+
+    resource: APIResource
+
+    async def list(self, namespace: str = "", *, label_selector: str = "", field_selector: str = "",
+                   limit: int = 0, continue_token: str = "") -> tuple[list[dict[str, Any]], str, str]:
+        """(items, list resourceVersion, continue token)."""
+        ...
+
+    def watch(self, resource_version: str, namespace: str = "") -> AsyncIterator[WatchEvent]:
+        """Events after ``resource_version``; raises APIError 410 when it is too old."""
+        ...
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    async def create(self, namespace: str, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def update(self, namespace: str, name: str, obj: dict[str, Any], *,
+                     subresource: str = "") -> dict[str, Any]: ...
+
+    async def patch(self, namespace: str, name: str, patch: Patch, *,
+                    patch_type: str = "merge", subresource: str = "") -> dict[str, Any]: ...
+
+    async def delete(self, namespace: str, name: str, *, propagation_policy: str | None = None,
+                     uid: str | None = None, resource_version: str | None = None,
+                     grace_period_seconds: int | None = None) -> dict[str, Any] | None: ...
+
+    async def delete_collection(self, namespace: str) -> None: ...

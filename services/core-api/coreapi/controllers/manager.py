@@ -1,0 +1,77 @@
+"""core-api's controller manager: which controllers run, on which clients, under which lease.
+
+Built in a post-start hook (the stores are started by then) and stopped first on shutdown, so
+the lease is released while etcd is still reachable and another replica takes over at once.
+Only the replica holding the ``kube-system/kube-controller-manager`` Lease runs controllers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from genericapi.controllers import ClientSet, Controller, ControllerManager
+from genericapi.server.apiserver import GenericAPIServer, client_ssl_context
+
+from .garbagecollector import GarbageCollector
+from .namespace import NamespaceController
+from .rootca import RootCAPublisher
+from .serviceaccounts import ServiceAccountsController
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "kube-controller-manager"
+
+
+@dataclass
+class ControllerOptions:
+    #: PEM of the cluster CA published as kube-root-ca.crt ("" leaves the publisher off).
+    root_ca: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tuple[Controller, int]]:
+    """Every controller core-api runs, with its number of workers."""
+    out: list[tuple[Controller, int]] = [(ServiceAccountsController(clients), 2)]
+    out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4)]
+    if options.root_ca:
+        out.append((RootCAPublisher(clients, options.root_ca), 2))
+    return out
+
+
+def clientset_for(server: GenericAPIServer) -> ClientSet:
+    """This server's stores directly, plus what its delegate link serves (over HTTP)."""
+    config = server.config
+    ctx = None
+    if any(u.startswith("https") for u in config.delegate_urls):
+        ctx = client_ssl_context(config.client_ca_file, config.proxy_client_cert_file, config.proxy_client_key_file)
+    return ClientSet(server.stores, config.delegate_urls, ssl_context=ctx)
+
+
+def install(server: GenericAPIServer, options: ControllerOptions) -> None:
+    """Start the manager after the stores (post-start hook); stop it first on shutdown."""
+    state: dict[str, object] = {}
+
+    async def start(s: GenericAPIServer) -> None:
+        clients = clientset_for(s)
+        await clients.start()
+        manager = ControllerManager(clients.client("coordination.k8s.io", "leases"), LEASE_NAME,
+                                    lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+                                    retry_period=options.retry_period)
+        for controller, workers in build_controllers(clients, options):
+            manager.add(controller, workers)
+        await manager.start()
+        state.update(manager=manager, clients=clients)
+        log.info("controller manager %s started (%d controllers)", manager.identity, len(manager.controllers))
+
+    async def stop(_s: GenericAPIServer) -> None:
+        manager, clients = state.pop("manager", None), state.pop("clients", None)
+        if isinstance(manager, ControllerManager):
+            await manager.stop()
+        if isinstance(clients, ClientSet):
+            await clients.close()
+
+    server.post_start.append(start)
+    server.pre_shutdown.append(stop)
