@@ -16,7 +16,7 @@ from genericapi.registry.meta import now_rfc3339
 from genericapi.registry.options import DeleteOptions
 from genericapi.registry.strategy import Strategy
 
-from . import defaults, pods, services
+from . import defaults, jobs, pods, services
 from . import validation as semantic
 from .defaults import pod_status
 
@@ -102,7 +102,16 @@ class ServiceStrategy(BuiltinStrategy):
         services.prepare_for_update(new, old)
 
 
+class JobStrategy(BuiltinStrategy):
+    """Jobs: the uid-based selector and template labels are generated once the uid exists."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        jobs.generate_selector(obj)
+        return super().validate(obj)
+
+
 _STRATEGIES: dict[tuple[str, str], type[BuiltinStrategy]] = {
+    ("batch", "Job"): JobStrategy,
     ("", "Namespace"): NamespaceStrategy,
     ("", "Pod"): PodStrategy,
     ("", "Service"): ServiceStrategy,
