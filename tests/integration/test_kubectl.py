@@ -164,7 +164,8 @@ def test_watch_streams_changes(chain: ChainHandle) -> None:
         assert proc.stdout is not None
         while len(seen) < 3 and time.monotonic() < deadline:
             line = proc.stdout.readline()
-            if line.strip():
+            # The root-CA publisher adds kube-root-ca.crt to every new namespace, as in a real cluster.
+            if line.strip() and line.strip() != "configmap/kube-root-ca.crt":
                 seen.append(line.strip())
         assert seen == [f"configmap/w{i}" for i in range(3)]
     finally:
@@ -174,12 +175,14 @@ def test_watch_streams_changes(chain: ChainHandle) -> None:
 
 def test_pagination_with_chunk_size(chain: ChainHandle) -> None:
     chain.kubectl("create", "namespace", "paged")
+    # As in a real cluster, the root-CA publisher puts kube-root-ca.crt into every new namespace.
+    chain.kubectl("wait", "--for=create", "configmap/kube-root-ca.crt", "-n", "paged", "--timeout=10s")
     docs = "\n---\n".join(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p{i:02d}\n" for i in range(12))
     chain.kubectl("apply", "-n", "paged", "-f", "-", input=docs)
     out = chain.kubectl("get", "configmaps", "-n", "paged", "--chunk-size=5", "-o", "name").stdout.split()
-    assert out == [f"configmap/p{i:02d}" for i in range(12)]
+    assert out == ["configmap/kube-root-ca.crt"] + [f"configmap/p{i:02d}" for i in range(12)]
     status, body = chain.json("GET", "/api/v1/namespaces/paged/configmaps?limit=5")
-    assert status == 200 and len(body["items"]) == 5 and body["metadata"]["remainingItemCount"] == 7
+    assert status == 200 and len(body["items"]) == 5 and body["metadata"]["remainingItemCount"] == 8
 
 
 def test_create_errors_from_kubectl(chain: ChainHandle) -> None:
