@@ -83,6 +83,12 @@ class Chain:
     backend_transport: str = "unix"
     backend_ports: dict[str, int] = field(default_factory=dict)
     backend_urls: dict[str, str] = field(default_factory=dict)
+    #: Each backend's gRPC control channel (discovery stream, health): ``unix:///<data>/run/<name>.grpc.sock``
+    #: with the unix transport, ``127.0.0.1:<port>`` (mutual TLS) with tls.
+    backend_grpc: dict[str, str] = field(default_factory=dict)
+    #: Give the aggregator the members' control addresses (``--member-grpc NAME=ADDRESS``). Off until
+    #: the aggregator's argparse (server.py) takes that flag (aggregator.control.add_control_flags).
+    pass_control_addresses: bool = False
 
     @property
     def pki(self) -> CertPaths:
@@ -137,19 +143,23 @@ class Chain:
             run_dir = self._socket_dir()
             core_sock, ext_sock = str(run_dir / "core-api.sock"), str(run_dir / "extensions-api.sock")
             self.backend_urls = {"core-api": f"unix://{core_sock}", "extensions-api": f"unix://{ext_sock}"}
-            core_listen = ["--bind-unix-socket", core_sock]
-            ext_listen = ["--bind-unix-socket", ext_sock]
+            core_grpc, ext_grpc = str(run_dir / "core-api.grpc.sock"), str(run_dir / "extensions-api.grpc.sock")
+            self.backend_grpc = {"core-api": f"unix://{core_grpc}", "extensions-api": f"unix://{ext_grpc}"}
+            core_listen = ["--bind-unix-socket", core_sock, "--grpc-bind-unix-socket", core_grpc]
+            ext_listen = ["--bind-unix-socket", ext_sock, "--grpc-bind-unix-socket", ext_grpc]
         else:
             # Across hosts: TLS both ways; backends accept only CA-signed client certificates.
-            core, ext = free_port(), free_port()
+            core, ext, core_grpc_port, ext_grpc_port = free_ports(4)
             self.backend_ports = {"core-api": core, "extensions-api": ext}
+            self.backend_grpc = {"core-api": f"127.0.0.1:{core_grpc_port}",
+                                 "extensions-api": f"127.0.0.1:{ext_grpc_port}"}
             self.backend_urls = {"core-api": f"https://127.0.0.1:{core}", "extensions-api": f"https://127.0.0.1:{ext}"}
             crt, key = paths.pair("backend")
             proxy_crt, proxy_key = paths.pair("front-proxy-client")
             common += ["--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", paths.ca,
                        "--proxy-client-cert-file", proxy_crt, "--proxy-client-key-file", proxy_key]
-            core_listen = ["--port", str(core)]
-            ext_listen = ["--port", str(ext)]
+            core_listen = ["--port", str(core), "--grpc-port", str(core_grpc_port)]
+            ext_listen = ["--port", str(ext), "--grpc-port", str(ext_grpc_port)]
         py = sys.executable
         self._spawn("extensions-api", [py, "-m", "extensionsapi", *ext_listen, *common])
         self._spawn("core-api", [py, "-m", "coreapi", *core_listen, "--advertise-port", str(self.port),
@@ -159,14 +169,23 @@ class Chain:
                                    "--bind-address", "127.0.0.1",
                                    "--cert-dir", str(self.data_dir / "pki"),
                                    "--shutdown-delay", str(self.shutdown_delay),
+                                   "--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
                                    "--member", self.backend_urls["core-api"],
-                                   "--member", self.backend_urls["extensions-api"]])
+                                   "--member", self.backend_urls["extensions-api"],
+                                   *self._control_args()])
         self.write_kubeconfig()
         self.wait_ready(timeout)
 
+    def _control_args(self) -> list[str]:
+        """The aggregator's flags naming each member's control address, in chain order."""
+        if not self.pass_control_addresses:
+            return []
+        return [arg for name in ("core-api", "extensions-api")
+                for arg in ("--member-grpc", f"{name}={self.backend_grpc[name]}")]
+
     def _socket_dir(self) -> Path:
         run_dir = self.data_dir / "run"
-        if len(str(run_dir / "extensions-api.sock")) > 100:  # sun_path holds ~107 bytes
+        if len(str(run_dir / "extensions-api.grpc.sock")) > 100:  # sun_path holds ~107 bytes
             run_dir = Path(tempfile.mkdtemp(prefix="kubechain-"))
         run_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(run_dir, 0o700)

@@ -8,7 +8,9 @@ generated module calls it first. protoc writes imports relative to ``proto/``
 ``genericapi.generated...`` imports so the package works wherever it is installed.
 
 Run ``python -m genericapi.protogen`` to generate ahead of time (it also writes the Kubernetes
-protobuf descriptor set, see ``genericapi.apimachinery.k8sproto_descriptors``).
+protobuf descriptor set, see ``genericapi.apimachinery.k8sproto_descriptors``), and
+``python -m genericapi.protogen --check`` to verify that the generated code in place is exactly what
+the current ``proto/`` and grpc_tools produce (``stale_outputs``; CI runs it through a unit test).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import fcntl
 import os
 import re
 import shutil
+import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -159,7 +163,40 @@ def ensure_generated(
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def main() -> int:
+#: Suffixes of the files protoc and ``_finish_package`` write (other files in the output are not code).
+_CODE_SUFFIXES = (".py", ".pyi")
+
+
+def _code_files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix in _CODE_SUFFIXES}
+
+
+def stale_outputs(proto_root: Path | None = None, out_dir: Path | None = None,
+                  package: str = GENERATED_PACKAGE) -> list[str]:
+    """Generated files that differ from a fresh generation (missing, extra or changed), by path
+    relative to ``out_dir``; empty when the generated code is current. Regenerates into a
+    temporary folder and compares file contents, so it does not trust the freshness stamp."""
+    root = proto_root.resolve() if proto_root is not None else proto_dir()
+    out = out_dir if out_dir is not None else GENERATED_DIR
+    with tempfile.TemporaryDirectory(prefix="kubechain-protogen-") as tmp:
+        fresh_dir = Path(tmp) / "generated"
+        ensure_generated(root, fresh_dir, package)
+        fresh = _code_files(fresh_dir)
+    current = _code_files(out) if out.is_dir() else {}
+    return sorted(name for name in fresh.keys() | current.keys() if fresh.get(name) != current.get(name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--check"]:
+        stale = stale_outputs()
+        for name in stale:
+            print(f"not current: {GENERATED_DIR / name}")
+        return 1 if stale else 0
+    if args:
+        print("usage: python -m genericapi.protogen [--check]", file=sys.stderr)
+        return 2
     ensure_generated()
     print(f"generated {GENERATED_DIR} from {proto_dir()}")
     # Kubernetes' protobuf descriptors for decoding protobuf request bodies (read from a local
