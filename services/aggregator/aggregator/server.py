@@ -28,6 +28,8 @@ from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
 from starlette.types import Message, Receive, Scope, Send
 
+from . import merged
+from .apiservices.layer import APIServiceLayer, LayerConfig
 from .auth import Authenticator, load_token_file
 from .routing import RoutingTable
 
@@ -45,6 +47,10 @@ class GatewayConfig:
     members: list[list[str]] = field(default_factory=list)
     token_auth_file: str = ""
     discovery_refresh: float = 10.0
+    #: The shared etcd (APIServices, Services, EndpointSlices); "" serves no APIServices.
+    etcd_servers: str = ""
+    etcd_prefix: str = "/registry"
+    apiservice_recheck: float = 10.0
 
 
 class Gateway:
@@ -59,6 +65,8 @@ class Gateway:
         self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers,
                                   drop_headers=("authorization",))
         self._refresh_task: asyncio.Task[None] | None = None
+        #: APIServices: our own group, service-backed routes, their discovery (set by ``run``).
+        self.apiservices: APIServiceLayer | None = None
 
     def _pick(self, scope: Scope) -> list[str]:
         return self.table.upstreams(scope["path"])
@@ -79,6 +87,9 @@ class Gateway:
             await send({"type": "http.response.body", "body": body})
             return
         scope["kubechain.user"] = user
+        if scope["method"] in ("GET", "HEAD") and len(self.config.members) > 1 \
+                and scope["path"].rstrip("/") in ("/apis", "/openapi/v3") and await self._merged(scope, send):
+            return
         labels = request_labels(scope)
         code = 0
 
@@ -90,11 +101,43 @@ class Gateway:
 
         started = time.perf_counter()
         try:
-            await self.proxy(scope, receive, counting_send)
+            if self.apiservices is None or not await self.apiservices.handle(scope, receive, counting_send):
+                await self.proxy(scope, receive, counting_send)
         finally:
             if labels[0] != "WATCH":
                 metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
             metrics.REQUESTS.labels(*labels, str(code)).inc()
+
+    async def _merged(self, scope: Scope, send: Send) -> bool:
+        """Answer ``/apis`` or the ``/openapi/v3`` index merged from every member (see merged.py)."""
+        path = scope["path"].rstrip("/")
+        accept = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"accept"), "")
+        answers = await merged.fetch_all(self.proxy, self.config.members, path, accept)
+        if path == "/apis":
+            result = merged.merge_apis(answers)
+            if result is None:
+                return False
+            ctype, body, served = result
+            if self.apiservices is not None:
+                body = await self.apiservices.decorate_apis(ctype, body)
+            by_gv: dict[tuple[str, str], int] = {("", v): i for (g, v), i in self.table.by_group_version.items()
+                                                 if not g}
+            for index, gvs in enumerate(served):
+                for gv in gvs:
+                    by_gv.setdefault(gv, index)
+            self.table = RoutingTable(self.table.members, by_gv)
+        else:
+            merged_index = merged.merge_openapi_index(answers)
+            if merged_index is None:
+                return False
+            ctype, body = "application/json", merged_index
+            if self.apiservices is not None:
+                body = await self.apiservices.decorate_openapi_index(body)
+        headers = [(b"content-type", ctype.encode("latin-1")), (b"content-length", str(len(body)).encode()),
+                   (b"vary", b"Accept")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+        return True
 
     # -- learning which member serves what ------------------------------------------------
     async def refresh_routes(self) -> None:
@@ -191,12 +234,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token-auth-file", default="")
     parser.add_argument("--discovery-refresh", type=float, default=10.0)
     parser.add_argument("--shutdown-delay", type=float, default=1.0)
+    parser.add_argument("--etcd-servers", default="",
+                        help="comma-separated etcd client URLs: APIServices are stored there (none served without)")
+    parser.add_argument("--etcd-prefix", default="/registry", help="key prefix of every object in etcd")
+    parser.add_argument("--apiservice-recheck-interval", type=float, default=10.0,
+                        help="seconds between availability checks of service-backed APIServices")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s aggregator %(levelname)s %(name)s: %(message)s")
     config = GatewayConfig(args.bind_address, args.secure_port, args.cert_dir,
                            [[u.strip().rstrip("/") for u in m.split(",") if u.strip()] for m in args.member],
                            args.token_auth_file, args.discovery_refresh)
+    config.etcd_servers, config.etcd_prefix = args.etcd_servers, args.etcd_prefix
+    config.apiservice_recheck = args.apiservice_recheck_interval
     run_forever(run(config, args.shutdown_delay))
 
 
@@ -207,13 +257,31 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     gateway = Gateway(config, Authenticator(load_token_file(config.token_auth_file)), backend_ssl)
     health = HealthChecks()
     health.add("backends", gateway.members_ready, liveness=False)
-    app = Dispatcher(build_app("aggregator", gateway, health, on_start=gateway.start, on_stop=gateway.stop),
-                     gateway)
+    if config.etcd_servers:
+        gateway.apiservices = APIServiceLayer(
+            LayerConfig([e.strip() for e in config.etcd_servers.split(",") if e.strip()], config.etcd_prefix,
+                        recheck_interval=config.apiservice_recheck),
+            config.members[0] if config.members else [], backend_ssl, paths.pair("front-proxy-client"),
+            gateway._user_headers, lambda: list(gateway.table.by_group_version))
+
+    async def start() -> None:
+        if gateway.apiservices is not None:
+            await gateway.apiservices.start()
+        await gateway.start()
+
+    async def stop() -> None:
+        await gateway.stop()
+        if gateway.apiservices is not None:
+            await gateway.apiservices.stop()
+
+    app = Dispatcher(build_app("aggregator", gateway, health, on_start=start, on_stop=stop), gateway)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}
     async def end_watches() -> None:
         gateway.proxy.end_streams()
+        if gateway.apiservices is not None:
+            gateway.apiservices.end_streams()
 
     await serve(app, health, host=config.bind_address, port=config.secure_port, ssl_options=ssl_options,
                 shutdown_delay=shutdown_delay, http_protocol=ClientCertProtocol, before_exit=end_watches)

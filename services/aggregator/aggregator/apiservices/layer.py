@@ -1,0 +1,248 @@
+"""Everything APIService-related the gateway runs, behind one object (``APIServiceLayer``).
+
+An embedded ``GenericAPIServer`` serves ``apiregistration.k8s.io/v1`` from the shared etcd with
+the shared machinery (verbs, watch, status, tables, OpenAPI). Every replica follows APIServices
+with an informer and rebuilds the service-backed routes from them (``routes``), and follows
+Services/EndpointSlices (``ClusterServiceView``) to resolve them. The leader of the
+``kube-system/kube-aggregator`` Lease runs the auto-registration and availability controllers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from genericapi.apimachinery import user as request_user
+from genericapi.apimachinery.resources import STANDARD_VERBS
+from genericapi.apimachinery.schemas import SchemaCatalog
+from genericapi.apimachinery.serviceresolver import ServiceResolver
+from genericapi.apimachinery.user import UserInfo
+from genericapi.controllers import (
+    APIResource,
+    ControllerManager,
+    HTTPClient,
+    Informer,
+    LocalClient,
+)
+from genericapi.controllers.transport import Transport
+from genericapi.registry.serviceview import ClusterServiceView
+from genericapi.server.apiserver import GenericAPIServer, ServerConfig
+from genericapi.server.discovery import aggregated_resource
+from genericapi.server.proxy import ReverseProxy
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from . import discovery
+from .autoregister import AutoRegisterController, BuiltinSource
+from .availability import AvailabilityController, HTTPProber
+from .routes import HeaderSource, ServiceRoutes, build_routes, proxy_request
+from .strategy import APIServiceStrategy
+from .tls import probe_context
+from .types import GROUP, INFO, KEY_PREFIX, VERSION
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "kube-aggregator"
+AGGREGATOR_USER = UserInfo("system:kube-aggregator", ("system:masters", "system:authenticated"))
+_OWN_PREFIX = f"/apis/{GROUP}"
+_OWN_OPENAPI = f"/openapi/v3/apis/{GROUP}/{VERSION}"
+_LEASES = APIResource("coordination.k8s.io", "v1", "leases", "Lease", True, frozenset(STANDARD_VERBS))
+_CRDS = APIResource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+                    False, frozenset(STANDARD_VERBS), frozenset({"status"}))
+
+
+@dataclass
+class LayerConfig:
+    etcd_endpoints: list[str]
+    etcd_prefix: str = "/registry"
+    watch_cache_size: int = 10_000
+    #: Seconds between availability rechecks of service-backed APIServices (kube: 30).
+    recheck_interval: float = 10.0
+    controllers: bool = True
+
+
+class APIServiceLayer:
+    def __init__(self, config: LayerConfig, chain_urls: Sequence[str], chain_ssl: ssl.SSLContext | None,
+                 proxy_client_cert: tuple[str, str] | None, header_source: HeaderSource,
+                 builtins: BuiltinSource) -> None:
+        schemas = SchemaCatalog.load()
+        self.server = GenericAPIServer(
+            ServerConfig("aggregator", config.etcd_endpoints, config.etcd_prefix,
+                         watch_cache_size=config.watch_cache_size),
+            lambda _g, _v: (0,), storage_hash=lambda info: info.extra.get("storageVersionHash", ""),
+            definitions=schemas.definitions)
+        self.store = self.server.install(INFO, APIServiceStrategy(INFO, schemas), KEY_PREFIX)
+        self.client = LocalClient(self.store, AGGREGATOR_USER)
+        self.informer = Informer(self.client)
+        self.view = ClusterServiceView(self.server.etcd, config.etcd_prefix)
+        self.resolver = ServiceResolver(self.view)
+        self.routes = ServiceRoutes()
+        self._cert = proxy_client_cert
+        self._header_source = header_source
+        self._fetched: dict[str, dict[str, Any]] = {}
+        self._rebuild_pending = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._prober = HTTPProber(probe_context(proxy_client_cert))
+        self.availability: AvailabilityController | None = None
+        self.manager: ControllerManager | None = None
+        self._transport: Transport | None = None
+        if config.controllers and chain_urls:
+            self._transport = Transport(chain_urls, chain_ssl, user=AGGREGATOR_USER)
+            self.manager = ControllerManager(HTTPClient(self._transport, _LEASES), LEASE_NAME)
+            crds = Informer(HTTPClient(self._transport, _CRDS))
+            self.manager.add(AutoRegisterController(self.client, self.informer, crds, builtins))
+            self.availability = AvailabilityController(self.client, self.informer, self.resolver, self._prober,
+                                                       view_synced=lambda: self.view.ready,
+                                                       interval=config.recheck_interval)
+            self.view.subscribe(self.availability.service_changed)
+            self.manager.add(self.availability, 2)
+        self.informer.add_handler(lambda _t, _o, _p: self._schedule_rebuild())
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.server.start()
+        await self.view.start()
+        await self.informer.start()
+        if self.manager is not None:
+            await self.manager.start()
+
+    async def stop(self) -> None:
+        if self.manager is not None:
+            await self.manager.stop()
+        await self.informer.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await self.view.stop()
+        await self.server.stop()
+        await self._prober.close()
+        if self._transport is not None:
+            await self._transport.close()
+        for route in self.routes.by_group_version.values():
+            if route.proxy is not None:
+                await route.proxy.close()
+
+    def end_streams(self) -> None:
+        self.store.cache.end_watchers()
+        for route in self.routes.by_group_version.values():
+            if route.proxy is not None:
+                route.proxy.end_streams()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- routes -----------------------------------------------------------------------------
+    def _schedule_rebuild(self) -> None:
+        if not self._rebuild_pending:
+            self._rebuild_pending = True
+            asyncio.get_running_loop().call_soon(self._rebuild)
+
+    def _rebuild(self) -> None:
+        self._rebuild_pending = False
+        table, dropped = build_routes(self.informer.items(), self.routes, self._cert, self._header_source)
+        self.routes = table
+        for proxy in dropped:
+            self._spawn(_close_later(proxy))
+        names = {r.name for r in table.by_group_version.values()}
+        self._fetched = {k: v for k, v in self._fetched.items() if k in names}
+        self._spawn(self.refresh_discovery())
+
+    async def refresh_discovery(self, only_missing: bool = False) -> None:
+        """Fetch the discovery of every available service-backed group-version."""
+        todo = []
+        for route in self.routes.by_group_version.values():
+            if not route.available or (only_missing and route.name in self._fetched):
+                continue
+            try:
+                todo.append((route, self.resolver.resolve(route.ref.namespace, route.ref.name, route.ref.port)))
+            except Exception as err:
+                log.debug("not fetching discovery of %s: %s", route.name, err)
+        if todo:
+            self._fetched.update(await discovery.fetch_all(todo))
+
+    # -- requests ---------------------------------------------------------------------------
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve the request if it is ours (our group, a service-backed one); False otherwise."""
+        path: str = scope["path"]
+        if path == _OWN_PREFIX or path.startswith(_OWN_PREFIX + "/"):
+            await self._serve_own(scope, receive, send)
+            return True
+        if path.rstrip("/") == _OWN_OPENAPI and scope["method"] in ("GET", "HEAD"):
+            scope = {**scope, "path_params": {"path": f"apis/{GROUP}/{VERSION}"}}
+            response = await self.server.openapi.v3(Request(scope, receive))
+            await response(scope, receive, send)
+            return True
+        route = self.routes.route_for(path)
+        if route is not None:
+            recheck = self.availability.recheck if self.availability is not None else None
+            await proxy_request(route, self.resolver, scope, receive, send, recheck)
+            return True
+        parts = path.rstrip("/").split("/")
+        if len(parts) == 3 and parts[1] == "apis" and scope["method"] in ("GET", "HEAD") \
+                and any(g == parts[2] for g, _v in self.routes.by_group_version):
+            body = discovery.group_document(parts[2], self.informer.items())
+            if body is not None:
+                await _send_json(send, body, scope["method"] == "HEAD")
+                return True
+        return False
+
+    async def _serve_own(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("kubechain.user")
+        token = request_user.current_user.set(user if isinstance(user, UserInfo) else None)
+        try:
+            await self.server.router(scope, receive, send)
+        finally:
+            request_user.current_user.reset(token)
+
+    async def decorate_apis(self, content_type: str, body: bytes) -> bytes:
+        """The merged ``/apis`` of the members, with APIService groups and order (see discovery)."""
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return body
+        apiservices = self.informer.items()
+        if doc.get("kind") == "APIGroupDiscoveryList":
+            if any(r.available and r.name not in self._fetched for r in self.routes.by_group_version.values()):
+                await self.refresh_discovery(only_missing=True)
+            own = {"metadata": {"creationTimestamp": None, "name": GROUP},
+                   "versions": [{"version": VERSION, "resources": [aggregated_resource(INFO)],
+                                 "freshness": "Current"}]}
+            doc = discovery.aggregated_apis(doc, own, apiservices, self.routes, self._fetched)
+        elif doc.get("kind") == "APIGroupList":
+            versions = [{"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}]
+            own = {"name": GROUP, "versions": versions, "preferredVersion": versions[0]}
+            doc = discovery.legacy_apis(doc, own, apiservices)  # available or not, as kube lists them
+        return orjson.dumps(doc)
+
+    async def decorate_openapi_index(self, body: bytes) -> bytes:
+        """The members' ``/openapi/v3`` index with our group-version's document added."""
+        try:
+            doc = orjson.loads(body)
+            own = orjson.loads((await self.server.openapi.encoded()).v3_index)
+        except orjson.JSONDecodeError:
+            return body
+        paths = {**(doc.get("paths") or {}), **{k: v for k, v in (own.get("paths") or {}).items()
+                                               if k.startswith(f"apis/{GROUP}/")}}
+        return orjson.dumps({**doc, "paths": dict(sorted(paths.items()))})
+
+
+async def _close_later(proxy: ReverseProxy) -> None:
+    await asyncio.sleep(5)  # let requests already on it finish
+    with contextlib.suppress(Exception):
+        await proxy.close()
+
+
+async def _send_json(send: Send, body: bytes, head: bool) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": b"" if head else body})
+
+
+__all__ = ["APIServiceLayer", "LayerConfig"]
