@@ -1,4 +1,4 @@
-"""Jobs on the running chain: the generated selector and labels, as kube-apiserver writes them."""
+"""Kind strategies on the running chain: generated Job selectors, Secret stringData, as kube-apiserver writes them."""
 
 from __future__ import annotations
 
@@ -36,3 +36,18 @@ def test_manual_selector_is_the_users(chain: ChainHandle) -> None:
     assert out["spec"]["selector"] == {"matchLabels": {"app": "m"}}
     assert out["spec"]["template"]["metadata"]["labels"] == {"app": "m"}
     chain.json("DELETE", "/apis/batch/v1/namespaces/default/jobs/manual-sel")
+
+
+def test_secret_string_data_is_stored_as_data(chain: ChainHandle) -> None:
+    manifest = ("apiVersion: v1\nkind: Secret\nmetadata: {name: sd-secret}\n"
+                "stringData: {password: s3cret}\ndata: {user: YWRtaW4=}\n")
+    chain.kubectl("apply", "-f", "-", input=manifest)
+    secret = json.loads(chain.kubectl("get", "secret", "sd-secret", "-o", "json").stdout)
+    assert secret["data"] == {"password": "czNjcmV0", "user": "YWRtaW4="}
+    assert "stringData" not in secret and secret["type"] == "Opaque"
+    assert chain.kubectl("diff", "-f", "-", input=manifest, check=False).returncode == 0
+    bad = chain.kubectl("apply", "-f", "-", check=False, input=(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: sd-bad}\ntype: kubernetes.io/tls\n"
+        "stringData: {tls.crt: x}\n"))
+    assert bad.returncode != 0 and 'data[tls.key]: Required value' in bad.stderr
+    chain.kubectl("delete", "secret", "sd-secret")

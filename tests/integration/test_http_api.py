@@ -284,7 +284,7 @@ def test_send_initial_events_over_http(chain: ChainHandle) -> None:
     chain.json("POST", "/api/v1/namespaces/initial/configmaps", cm("first"))
     _status, _h, body = chain.request(
         "GET", "/api/v1/namespaces/initial/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
-               "&resourceVersionMatch=NotOlderThan&timeoutSeconds=2")
+               "&resourceVersionMatch=NotOlderThan&timeoutSeconds=2&fieldSelector=metadata.name%3Dfirst")
     events = [json.loads(line) for line in body.splitlines()]
     assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "first"
     assert events[1]["type"] == "BOOKMARK"
@@ -299,7 +299,7 @@ def test_delete_collection_with_selector(chain: ChainHandle) -> None:
         chain.json("POST", "/api/v1/namespaces/dc/configmaps", obj)
     status, body = chain.json("DELETE", "/api/v1/namespaces/dc/configmaps?labelSelector=keep%3Dno")
     assert status == 200 and sorted(i["metadata"]["name"] for i in body["items"]) == ["x1", "x2"]
-    status, body = chain.json("GET", "/api/v1/namespaces/dc/configmaps")
+    status, body = chain.json("GET", "/api/v1/namespaces/dc/configmaps?labelSelector=keep")
     assert [i["metadata"]["name"] for i in body["items"]] == ["x3"]
 
 

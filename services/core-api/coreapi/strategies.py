@@ -16,7 +16,7 @@ from genericapi.registry.meta import now_rfc3339
 from genericapi.registry.options import DeleteOptions
 from genericapi.registry.strategy import Strategy
 
-from . import defaults, jobs, pods, services
+from . import defaults, jobs, pods, secrets, services
 from . import validation as semantic
 from .defaults import pod_status
 
@@ -102,6 +102,14 @@ class ServiceStrategy(BuiltinStrategy):
         services.prepare_for_update(new, old)
 
 
+class SecretStrategy(BuiltinStrategy):
+    """Secrets: ``stringData`` is merged into ``data`` on every write, as kube's decoding does."""
+
+    def default(self, obj: dict[str, Any]) -> None:
+        secrets.merge_string_data(obj)
+        super().default(obj)
+
+
 class JobStrategy(BuiltinStrategy):
     """Jobs: the uid-based selector and template labels are generated once the uid exists."""
 
@@ -112,6 +120,7 @@ class JobStrategy(BuiltinStrategy):
 
 _STRATEGIES: dict[tuple[str, str], type[BuiltinStrategy]] = {
     ("batch", "Job"): JobStrategy,
+    ("", "Secret"): SecretStrategy,
     ("", "Namespace"): NamespaceStrategy,
     ("", "Pod"): PodStrategy,
     ("", "Service"): ServiceStrategy,

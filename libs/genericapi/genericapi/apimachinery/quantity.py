@@ -401,7 +401,9 @@ def _parse_slow(value: str, positive: bool, base: int, exponent: int, fmt: str) 
         unscaled <<= exponent
     if unscaled != 0:
         if exp10 < _NANO:
-            unscaled, _ = _round_up_div(unscaled, 10 ** (_NANO - exp10))
+            shift = _NANO - exp10
+            # below one nano unit altogether: rounds up to exactly 1n (without computing 10**shift)
+            unscaled = 1 if len(str(unscaled)) < shift else _round_up_div(unscaled, 10**shift)[0]
             exp10 = _NANO
         elif exp10 - _NANO <= 64:
             unscaled *= 10 ** (exp10 - _NANO)  # inf.Dec rescales to exactly nine places

@@ -20,6 +20,7 @@ from typing import Any
 
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.quantity import parse_quantity
 from genericapi.apimachinery.schemas import SchemaCatalog, node_types
 from genericapi.apimachinery.validation_meta import (
     NameValidator,
@@ -75,7 +76,6 @@ _FREE_FORM = {
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
 }
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _QUANTITY_FORMAT_ERROR = ("quantities must match the regular expression "
                           "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
 _RFC3339_RE = re.compile(
@@ -259,8 +259,10 @@ class _Walker:
             self.custom_error(_QUANTITY_FORMAT_ERROR)
             return
         text = value.strip() if isinstance(value, str) else str(value)
-        if not _QUANTITY_RE.match(text):
-            self.custom_error(_QUANTITY_FORMAT_ERROR)
+        try:
+            parse_quantity(text)  # Go's UnmarshalJSON: its errors (format, suffix, numeric) fail the decode
+        except ValueError as err:
+            self.custom_error(str(err))
 
     def check_int_or_string(self, value: Any) -> None:
         if isinstance(value, str):

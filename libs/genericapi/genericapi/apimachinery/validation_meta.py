@@ -161,6 +161,7 @@ def name_is_path_segment(name: str, prefix: bool) -> list[str]:
 _NAME_VALIDATORS: dict[tuple[str, str], NameValidator] = {
     ("", "Namespace"): name_is_dns_label,
     ("", "Service"): name_is_dns1035_label,
+    ("apps", "StatefulSet"): name_is_dns_label,  # its pods are named <name>-<ordinal>
     ("rbac.authorization.k8s.io", "Role"): name_is_path_segment,
     ("rbac.authorization.k8s.io", "ClusterRole"): name_is_path_segment,
     ("rbac.authorization.k8s.io", "RoleBinding"): name_is_path_segment,
