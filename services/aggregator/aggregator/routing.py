@@ -16,6 +16,8 @@ class RoutingTable:
     by_group_version: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def upstreams(self, path: str) -> list[str]:
+        if path.startswith("/openapi/v3/"):
+            path = path[len("/openapi/v3"):]  # a group-version's OpenAPI document: its member's
         parts = path.split("/", 5)
         gv: tuple[str, str] | None = None
         if len(parts) > 2 and parts[1] == "api":

@@ -1,18 +1,67 @@
-"""extensions-api: CustomResourceDefinitions (a later issue); for now the chain's last link,
-answering 404 NotFound for everything nobody else serves, as kube-apiserver's NotFound handler.
+"""extensions-api: CustomResourceDefinitions and the custom resources they define
+(apiextensions-apiserver, the last link of the chain; what nobody serves answers 404 NotFound).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import re
 
-from genericapi.server.apiserver import GenericAPIServer, add_common_flags, config_from_args
+from genericapi.apimachinery.schemas import SchemaCatalog
+from genericapi.apimachinery.serviceresolver import ServiceResolver
+from genericapi.registry.serviceview import ClusterServiceView
+from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
+
+from .admission import NamespaceLifecycle, namespace_store
+from .crd_controller import CRDController
+from .crds import CRD_INFO, CRDStore, CRDStrategy
 
 
 def _order_key(group: str, version: str) -> tuple[int, str, str]:
-    return (0, group, version)
+    # apiextensions.k8s.io first, then CRD groups by name; versions in kube's version order.
+    return (0 if group == CRD_INFO.group else 1, group, _version_rank(version))
+
+
+def _version_rank(version: str) -> str:
+    """Sort key putting GA before beta before alpha, higher numbers first (kube's version priority)."""
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if m is None:
+        return "9" + version
+    major, stage, minor = int(m.group(1)), m.group(2) or "", int(m.group(3) or 0)
+    stage_rank = {"": 0, "beta": 1, "alpha": 2}[stage]
+    return f"{stage_rank}{999 - major:03d}{999 - minor:03d}"
+
+
+def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]:
+    schemas = SchemaCatalog.load()
+    server = GenericAPIServer(config, _order_key,
+                              storage_hash=lambda info: info.extra.get("storageVersionHash", ""),
+                              definitions=schemas.definitions)
+    prefix = f"{config.etcd_prefix.rstrip('/')}/{CRD_INFO.group}/{CRD_INFO.plural}"
+    crds = CRDStore(CRD_INFO, CRDStrategy(schemas), server.etcd, prefix, server.admission,
+                    watch_cache_size=config.watch_cache_size)
+    server.add_store(crds)
+    # Conversion webhooks named by Service are resolved from the cluster's Services (core-api's keys).
+    services = ClusterServiceView(server.etcd, config.etcd_prefix)
+    controller = CRDController(server, crds, schemas.definitions, ServiceResolver(services))
+
+    namespaces = namespace_store(server.etcd, config.etcd_prefix)
+    server.admission.append(NamespaceLifecycle(namespaces))
+
+    async def start_services(_s: GenericAPIServer) -> None:
+        await asyncio.gather(services.start(), namespaces.start())
+
+    async def stop(_s: GenericAPIServer) -> None:
+        await controller.stop()
+        await asyncio.gather(services.stop(), namespaces.stop())
+
+    server.post_start.append(start_services)
+    server.post_start.append(controller.start)
+    server.pre_shutdown.append(stop)
+    return server, controller
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,5 +70,5 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s extensions-api %(levelname)s %(name)s: %(message)s")
-    server = GenericAPIServer(config_from_args("extensions-api", args), _order_key)
+    server, _controller = build_server(config_from_args("extensions-api", args))
     run_forever(server.run())

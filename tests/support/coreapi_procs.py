@@ -1,0 +1,162 @@
+"""Extra core-api processes for replica and restart tests.
+
+The session chain has one core-api behind the gateway. Tests about replicas (two core-api on one
+etcd), leader election across processes and restarts midway need core-api processes of their
+own that they may SIGKILL without breaking the chain other tests use. ``CoreAPIProcess`` starts
+``python -m coreapi`` on a plain-HTTP loopback port (or a Unix socket), against any etcd and key
+prefix, and talks to it directly: a backend trusts the caller here as the gateway would be
+trusted, so no credentials are involved.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubechain_cli.chain import _die_with_parent, free_port
+
+#: Lease timings a test may pass (``ControllerOptions``'s defaults are kube's 15/10/2 seconds).
+CONTROLLER_LEASE = "kube-controller-manager"
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket (the chain's links on one host)."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def backend_request(url: str, method: str, path: str, body: Any = None, timeout: float = 30,
+                    headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """One JSON request to a backend link (``http://host:port`` or ``unix:///path``): (status, body)."""
+    if url.startswith("unix://"):
+        conn: http.client.HTTPConnection = _UnixConnection(url[len("unix://"):], timeout)
+    else:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    hdrs = {"Accept": "application/json", "X-Remote-User": "system:admin", "X-Remote-Group": "system:masters"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs["Content-Type"] = "application/json"
+    hdrs.update(headers or {})
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        raw = resp.read()
+        return resp.status, json.loads(raw) if raw else None
+    finally:
+        conn.close()
+
+
+@dataclass
+class CoreAPIProcess:
+    """One core-api process of our own (killable), on plain HTTP."""
+
+    etcd_endpoints: str
+    etcd_prefix: str
+    log_path: Path
+    controllers: bool = True
+    extra_args: list[str] = field(default_factory=list)
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> CoreAPIProcess:
+        self.port = free_port()
+        argv = [sys.executable, "-m", "coreapi", "--port", str(self.port), "--etcd-servers", self.etcd_endpoints,
+                "--etcd-prefix", self.etcd_prefix, "--shutdown-delay", "0.1", "--watch-bookmark-interval", "1",
+                "--log-level", "INFO", "--controllers" if self.controllers else "--no-controllers",
+                *self.extra_args]
+        out = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps writing to it
+        self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                        env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
+                                        preexec_fn=_die_with_parent)
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"core-api exited with {self.process.returncode}: {self.log_tail()}")
+            try:
+                status, _ = self.json("GET", "/readyz", timeout=2)
+                if status == 200:
+                    return
+            except (OSError, ValueError, http.client.HTTPException):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"core-api did not become ready in {timeout}s: {self.log_tail()}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def json(self, method: str, path: str, body: Any = None, timeout: float = 30) -> tuple[int, Any]:
+        if path in ("/readyz", "/healthz", "/livez"):
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                resp.read()
+                return resp.status, None
+            finally:
+                conn.close()
+        return backend_request(self.url, method, path, body, timeout=timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: no pre-shutdown hook, the lease is not released (a crash)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def etcd_keys(endpoints: str, prefix: str) -> list[str]:
+    """Every key under ``prefix`` in etcd (read with etcdctl, not through any API server)."""
+    from kubechain_cli.chain import etcd_binary
+
+    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
+    out = subprocess.run([etcdctl, "--endpoints", endpoints, "get", prefix, "--prefix", "--keys-only"],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    return [k for k in out.splitlines() if k]
+
+
+def etcd_value(endpoints: str, key: str) -> bytes:
+    """The raw value of one key (empty when absent)."""
+    from kubechain_cli.chain import etcd_binary
+
+    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
+    return subprocess.run([etcdctl, "--endpoints", endpoints, "get", key, "--print-value-only"],
+                          capture_output=True, check=True, timeout=30).stdout.rstrip(b"\n")
