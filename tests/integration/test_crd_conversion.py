@@ -114,3 +114,68 @@ def test_conversion_webhook_by_url_and_by_service(chain: ChainHandle, webhook: W
     assert body and body["message"].startswith(f"conversion for {group}/v1, Kind=Backend failed:")
     chain.kubectl("delete", "crd", f"backends.{group}")
     assert etcd_keys(chain, f"/registry/{group}/backends/") == []
+
+
+def _watch_lines(chain: ChainHandle, path: str) -> list[dict[str, Any]]:
+    status, _h, data = chain.request("GET", path)
+    assert status == 200, data
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def test_webhook_reads_select_default_and_fail_as_kube(chain: ChainHandle, webhook: WebhookProcess) -> None:
+    """Selectors see the converted object, the served version's defaults apply on read, a watch
+    event that cannot be converted is an ERROR event."""
+    group, ns = "it-conv-sel.example.com", "conv-sel"
+    chain.kubectl("create", "namespace", ns)
+    manifest = json.loads(backends_crd(group, {"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": f"{webhook.url}/convert", "caBundle": webhook.pki.ca_bundle}}}))
+    manifest["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] = {
+        "tier": {"type": "string", "default": "gold"}}
+    establish(chain, json.dumps(manifest), f"backends.{group}")
+    base = f"/apis/{group}"
+    for name in ("a", "b"):  # written at the storage version: no conversion, no v2 default
+        status, body = chain.json("POST", f"{base}/v1/namespaces/{ns}/backends", {
+            "apiVersion": f"{group}/v1", "kind": "Backend", "metadata": {"name": name},
+            "spec": {"host": f"{name}.local", "port": 1}})
+        assert status == 201, body
+    status, v2 = chain.json("GET", f"{base}/v2/namespaces/{ns}/backends/a")
+    assert status == 200 and v2["spec"] == {"address": "a.local:1", "tier": "gold"}, v2
+    status, v1 = chain.json("GET", f"{base}/v1/namespaces/{ns}/backends/a")
+    assert v1["spec"] == {"host": "a.local", "port": 1}
+    # A webhook that labels what it converts: the label selector sees the served object.
+    crd = json.loads(chain.kubectl("get", "crd", f"backends.{group}", "-o", "json").stdout)
+    crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = f"{webhook.url}/meta"
+    chain.kubectl("replace", "-f", "-", input=json.dumps(crd))
+    sel = "labelSelector=converted-by%3Dwebhook"
+
+    def labelled() -> list[str]:
+        s, listed = chain.json("GET", f"{base}/v2/namespaces/{ns}/backends?{sel}")
+        return [i["metadata"]["name"] for i in listed["items"]] if s == 200 else []
+
+    assert wait_for(labelled) == ["a", "b"]
+    status, listed = chain.json("GET", f"{base}/v1/namespaces/{ns}/backends?{sel}")
+    assert status == 200 and listed["items"] == []  # stored objects carry no such label
+    status, page = chain.json("GET", f"{base}/v2/namespaces/{ns}/backends?{sel}&limit=1")
+    assert [i["metadata"]["name"] for i in page["items"]] == ["a"] and page["metadata"]["continue"]
+    status, rest = chain.json("GET", f"{base}/v2/namespaces/{ns}/backends?{sel}&limit=1"
+                                     f"&continue={page['metadata']['continue']}")
+    assert status == 200 and [i["metadata"]["name"] for i in rest["items"]] == ["b"], rest
+    events = _watch_lines(chain, f"{base}/v2/namespaces/{ns}/backends?watch=1&{sel}&resourceVersion=0"
+                                 "&timeoutSeconds=2")
+    assert sorted((e["type"], e["object"]["metadata"]["name"]) for e in events) == [("ADDED", "a"), ("ADDED", "b")]
+    assert all(e["object"]["spec"]["tier"] == "gold" for e in events)
+    events = _watch_lines(chain, f"{base}/v1/namespaces/{ns}/backends?watch=1&{sel}&resourceVersion=0"
+                                 "&timeoutSeconds=1")
+    assert events == []
+    # A webhook that fails: the watch sends kube's ERROR event and ends.
+    crd = json.loads(chain.kubectl("get", "crd", f"backends.{group}", "-o", "json").stdout)
+    crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = f"{webhook.url}/failure"
+    chain.kubectl("replace", "-f", "-", input=json.dumps(crd))
+    assert wait_for(lambda: chain.json("GET", f"{base}/v2/namespaces/{ns}/backends/a")[0] == 500)
+    events = _watch_lines(chain, f"{base}/v2/namespaces/{ns}/backends?watch=1&resourceVersion=0&timeoutSeconds=5")
+    assert [e["type"] for e in events] == ["ERROR"], events
+    status_obj = events[0]["object"]
+    assert status_obj["kind"] == "Status" and status_obj["code"] == 500 and status_obj["reason"] == "InternalError"
+    assert status_obj["message"].startswith(f"Internal error occurred: conversion for {group}/v1, Kind=Backend failed:")
+    chain.kubectl("delete", "crd", f"backends.{group}")

@@ -87,7 +87,7 @@ class CoreAPIProcess:
                 "--etcd-prefix", self.etcd_prefix, "--shutdown-delay", "0.1", "--watch-bookmark-interval", "1",
                 "--log-level", "INFO", "--controllers" if self.controllers else "--no-controllers",
                 *self.extra_args]
-        out = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps writing to it
+        out = open(self.log_path, "ab")
         self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                         env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
                                         preexec_fn=_die_with_parent)

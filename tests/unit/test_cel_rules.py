@@ -277,3 +277,105 @@ def test_library_false_results_fail() -> None:
     assert _rule_errors("self.isSorted()", [3, 1], LIST) == ['v: Invalid value: "array": failed rule: self.isSorted()']
     assert _rule_errors("quantity(self).isLessThan(quantity('1'))", "2") == [
         "v: Invalid value: \"string\": failed rule: quantity(self).isLessThan(quantity('1'))"]
+
+
+# -- quantity/url/ip/cidr values compare by value, as kube's Equal does ---------------------------------------------
+@pytest.mark.parametrize(("expr", "expected"), [
+    ("quantity('1') == quantity('1000m')", True),
+    ("quantity('1Ki') == quantity('1024')", True),
+    ("quantity('1.5') == quantity('1500m')", True),
+    ("quantity('1e-10') == quantity('1n')", True),  # parsing rounds up to nano, as resource.ParseQuantity does
+    ("quantity('1') == quantity('1001m')", False),
+    ("quantity('1') != quantity('2')", True),
+    ("quantity('1').add(quantity('500m')) == quantity('1.5')", True),
+    ("quantity('2Gi').sub(quantity('1Gi')) == quantity('1Gi')", True),
+    ("quantity('1') in [quantity('1000m'), quantity('2')]", True),
+    ("[quantity('1'), quantity('2')].indexOf(quantity('2000m')) == 1", True),
+    ("quantity('2Gi').isGreaterThan(quantity('2000Mi')) && quantity('1000m').compareTo(quantity('1')) == 0", True),
+    ("quantity('999m').isLessThan(quantity('1')) && quantity('1').compareTo(quantity('2')) == -1", True),
+    ("ip('::1') == ip('0:0:0:0:0:0:0:1')", True),
+    ("ip('10.0.0.1') == ip('10.0.0.2')", False),
+    ("cidr('fd00::/8') == cidr('fd00:0::/8')", True),
+    ("cidr('10.0.0.1/8') == cidr('10.0.0.0/8')", False),  # netip.Prefix keeps host bits: not masked
+    ("cidr('10.0.0.1/8').masked() == cidr('10.0.0.0/8')", True),
+    ("url('HTTPS://example.com/a') == url('https://example.com/a')", True),
+    ("url('https://example.com/a') == url('https://example.com/b')", False),
+])
+def test_ext_values_compare_semantically(expr: str, expected: bool) -> None:
+    errs = _rule_errors(expr if expected else f"!({expr})", "x")
+    assert errs == [], errs
+
+
+def test_ext_values_have_no_ordering_operator() -> None:
+    errs = _rule_errors("quantity('1') < quantity('2')", "x")
+    assert len(errs) == 1 and "no such overload" in errs[0], errs
+
+
+def test_quantity_equality_in_a_rule_on_object_values() -> None:
+    schema = _spec_schema([{"rule": "quantity(self.a) == quantity(self.b)", "message": "must match"}],
+                          a={"type": "string"}, b={"type": "string"})
+    assert _errors(schema, {"spec": {"a": "1Gi", "b": "1024Mi"}}) == []
+    assert _errors(schema, {"spec": {"a": "1Gi", "b": "1G"}}) == ['spec: Invalid value: "object": must match']
+
+
+# -- x-kubernetes-validations under allOf/anyOf/oneOf/not: kube 1.33 refuses them in CRDs ---------------------------
+@pytest.mark.parametrize("junctor", ["allOf", "anyOf", "oneOf"])
+def test_rules_under_junctors_are_not_structural(junctor: str) -> None:
+    from extensionsapi.schema.structural import validate_structural
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"a": {"type": "integer"}},
+        junctor: [{"x-kubernetes-validations": [{"rule": "self.a > 0"}]}]}}}
+    errs = [str(e) for e in validate_structural(schema, "spec.validation.openAPIV3Schema")]
+    assert errs == [f"spec.validation.openAPIV3Schema.properties[spec].{junctor}[0].x-kubernetes-validations: "
+                    "Forbidden: must be empty to be structural"]
+
+
+def test_rules_under_not_are_not_structural() -> None:
+    from extensionsapi.schema.structural import validate_structural
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object", "not": {"properties": {"a": {"x-kubernetes-validations": [{"rule": "self > 0"}]}}},
+        "properties": {"a": {"type": "integer"}}}}}
+    errs = [str(e) for e in validate_structural(schema, "s")]
+    assert errs == ["s.properties[spec].not.properties[a].x-kubernetes-validations: Forbidden: "
+                    "must be empty to be structural"]
+
+
+# -- format date-time/date/duration/byte strings are timestamps/durations/bytes in rules ---------------------------
+def _window_schema(rule: str) -> dict[str, Any]:
+    return _spec_schema([{"rule": rule, "message": "bad window"}],
+                        start={"type": "string", "format": "date-time"}, end={"type": "string", "format": "date-time"},
+                        day={"type": "string", "format": "date"}, timeout={"type": "string", "format": "duration"},
+                        blob={"type": "string", "format": "byte"})
+
+
+@pytest.mark.parametrize(("rule", "spec", "ok"), [
+    # compared as instants, not text: 02:00+02:00 is before 01:00Z
+    ("self.start < self.end", {"start": "2024-01-01T02:00:00+02:00", "end": "2024-01-01T01:00:00Z"}, True),
+    ("self.start < self.end", {"start": "2024-01-01T10:00:00Z", "end": "2024-01-01T09:00:00Z"}, False),
+    ("self.end - self.start <= duration('1h')", {"start": "2024-01-01T00:00:00Z", "end": "2024-01-01T00:30:00Z"},
+     True),
+    ("self.start + self.timeout < self.end",
+     {"start": "2024-01-01T00:00:00Z", "end": "2024-01-01T00:30:00Z", "timeout": "1h"}, False),
+    ("self.start.getFullYear() == 2024 && self.start == timestamp('2024-03-01T00:00:00Z')",
+     {"start": "2024-03-01T00:00:00.000Z"}, True),
+    ("self.day < timestamp('2024-03-01T00:00:00Z')", {"day": "2024-02-29"}, True),
+    ("self.timeout > duration('90s') && duration(self.timeout) == duration('2m')", {"timeout": "2m"}, True),
+    ("self.timeout == duration('72h')", {"timeout": "3 days"}, True),  # strfmt's loose durations
+    ("self.timeout < duration('1s')", {"timeout": "1.5s"}, False),
+    ("size(self.blob) == 2 && self.blob == b'ab'", {"blob": "YWI="}, True),
+])
+def test_typed_formats(rule: str, spec: dict[str, Any], ok: bool) -> None:
+    errs = _errors(_window_schema(rule), {"spec": spec})
+    assert errs == ([] if ok else ['spec: Invalid value: "object": bad window']), errs
+
+
+def test_typed_formats_old_self_and_plain_strings() -> None:
+    schema = _spec_schema([{"rule": "self.start >= oldSelf.start", "message": "start cannot move back"}],
+                          start={"type": "string", "format": "date-time"}, note={"type": "string"})
+    old = {"spec": {"start": "2024-01-01T00:00:00Z"}}
+    assert _errors(schema, {"spec": {"start": "2024-01-01T01:00:00+02:00"}}, old) == [
+        'spec: Invalid value: "object": start cannot move back']
+    assert _errors(schema, {"spec": {"start": "2024-01-01T01:00:00-02:00"}}, old) == []
+    # a string without a typed format stays a string
+    plain = _spec_schema([{"rule": "self.note.startsWith('2024')"}], note={"type": "string"})
+    assert _errors(plain, {"spec": {"note": "2024-01-01T00:00:00Z"}}) == []

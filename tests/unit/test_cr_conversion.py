@@ -246,3 +246,77 @@ async def test_service_reference_resolved_through_an_external_name(webhook: Webh
     msg = await failure(conv, [backend()])
     assert msg == (f'{SRC} failed: {HOOK}: Post "https://gone.webhooks.svc:443/convert?timeout=30s": '
                    'service "gone" not found')
+
+
+# -- ConvertingWatcher: events converted, then selected; a failed conversion ends the watch with ERROR -------------
+class _FakeInner:
+    """Stands in for the cache's watcher: hands out prepared items."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.cache = None
+        self.predicate = None
+        self.items = list(items)
+        self.closed = False
+
+    async def next_item(self, wait: float | None) -> Any:
+        return self.items.pop(0) if self.items else None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _obj(name: str, version: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": f"g.example.com/{version}", "kind": "K",
+            "metadata": {"name": name, "labels": labels or {}}}
+
+
+async def _to_v2_labelling(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A conversion that, as a webhook may, adds a label; 'broken' objects fail."""
+    out = []
+    for o in objs:
+        if o["metadata"]["name"] == "broken":
+            raise APIError(500, "", "conversion for g.example.com/v1, Kind=K failed: boom")
+        c = copy.deepcopy(o)
+        c["apiVersion"] = "g.example.com/v2"
+        c["metadata"]["labels"] = {**c["metadata"]["labels"], "converted": "yes"}
+        out.append(c)
+    return out
+
+
+async def test_watch_selects_on_the_converted_object() -> None:
+    from extensionsapi.cr_store import ConvertingWatcher
+    from genericapi.storage.cacher import CacheEvent
+
+    def ev(kind: str, obj: dict[str, Any], prev: dict[str, Any] | None = None) -> CacheEvent:
+        return CacheEvent(kind, obj["metadata"]["name"].encode(), obj, b"", prev, 7)
+
+    wants_converted = lambda o: o["metadata"]["labels"].get("converted") == "yes"  # noqa: E731
+    inner = _FakeInner([ev("ADDED", _obj("a", "v1"))])
+    item = await ConvertingWatcher(inner, _to_v2_labelling, wants_converted).next_item(0.1)  # type: ignore[arg-type]
+    assert item.type == "ADDED" and item.obj["apiVersion"] == "g.example.com/v2"  # type: ignore[union-attr]
+    assert item.obj["metadata"]["labels"] == {"converted": "yes"}  # type: ignore[union-attr]
+    # A selector the stored form would match but the converted one does not: the event is skipped.
+    never = lambda o: "converted" not in o["metadata"]["labels"]  # noqa: E731
+    inner = _FakeInner([ev("ADDED", _obj("a", "v1")), ev("MODIFIED", _obj("b", "v1"), _obj("b", "v1"))])
+    assert await ConvertingWatcher(inner, _to_v2_labelling, never).next_item(0.1) is None  # type: ignore[arg-type]
+    # Leaving the selection is a DELETED event; entering it an ADDED one.
+    blue = lambda o: o["metadata"]["labels"].get("color") == "blue"  # noqa: E731
+    inner = _FakeInner([ev("MODIFIED", _obj("c", "v1", {"color": "red"}), _obj("c", "v1", {"color": "blue"})),
+                        ev("MODIFIED", _obj("d", "v1", {"color": "blue"}), _obj("d", "v1", {"color": "red"}))])
+    watcher = ConvertingWatcher(inner, _to_v2_labelling, blue)  # type: ignore[arg-type]
+    left, entered = await watcher.next_item(0.1), await watcher.next_item(0.1)
+    assert left.type == "DELETED" and entered.type == "ADDED" and entered.prev is None  # type: ignore[union-attr]
+
+
+async def test_watch_conversion_failure_is_an_error_event() -> None:
+    from extensionsapi.cr_store import ConvertingWatcher
+    from genericapi.registry.translate import to_api_error
+    from genericapi.storage.cacher import CacheEvent, WatchClosed
+
+    inner = _FakeInner([CacheEvent("ADDED", b"broken", _obj("broken", "v1"), b"", None, 3)])
+    watcher = ConvertingWatcher(inner, _to_v2_labelling)  # type: ignore[arg-type]
+    item = await watcher.next_item(0.1)
+    assert isinstance(item, WatchClosed) and item.error is not None and inner.closed and watcher.closed
+    status = to_api_error(item.error, None).status()  # type: ignore[arg-type]
+    assert status["code"] == 500 and status["reason"] == "InternalError"
+    assert status["message"] == "Internal error occurred: conversion for g.example.com/v1, Kind=K failed: boom"

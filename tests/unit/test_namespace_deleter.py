@@ -48,6 +48,14 @@ class FakeClients:
         self.log: list[Any] = []
         self._clients = {p: FakeClient(res("", p, p != "nodes"), items, self.log) for p, items in content.items()}
         self._extra = list(extra)
+        self.refreshed = 0
+        self.discovery_error: APIError | None = None
+
+    async def refresh(self) -> bool:
+        self.refreshed += 1
+        if self.discovery_error is not None:
+            raise self.discovery_error
+        return False
 
     def resources(self) -> list[APIResource]:
         return [c.resource for c in self._clients.values()] + self._extra
@@ -124,6 +132,22 @@ def test_failed_delete_is_a_content_failure() -> None:
     cond = ConditionUpdater()
     asyncio.run(NamespaceDeleter(clients).delete_content("ns", cond))  # type: ignore[arg-type]
     assert cond.content_errors == ["configmaps.: boom"]
+
+
+def test_every_pass_rediscovers_and_a_failed_discovery_is_a_condition() -> None:
+    clients = FakeClients({"configmaps": [o("c1")], "nodes": []})
+    clients.discovery_error = APIError(503, "ServiceUnavailable", "the delegate is unavailable: refused")
+    cond = ConditionUpdater()
+    totals = asyncio.run(NamespaceDeleter(clients).delete_content("ns", cond))  # type: ignore[arg-type]
+    # What is known still goes; the failure is recorded (and holds the namespace's finalization).
+    assert clients.refreshed == 1 and clients.log == [("configmaps", "c1", "Background", None)]
+    assert not totals.remaining
+    assert cond.failed["NamespaceDeletionDiscoveryFailure"] == (
+        "DiscoveryFailed", "the delegate is unavailable: refused")
+    clients.discovery_error = None
+    again = ConditionUpdater()
+    asyncio.run(NamespaceDeleter(clients).delete_content("ns", again))  # type: ignore[arg-type]
+    assert clients.refreshed == 2 and not again.failed
 
 
 def test_finalizer_names() -> None:

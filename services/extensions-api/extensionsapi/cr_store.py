@@ -3,22 +3,33 @@
 Storage (etcd and the watch cache) holds objects at the version they were written in (the storage
 version at the time); this store converts at its edges, as kube's conversion codec does: objects
 written are converted to the storage version, objects read (get, list, watch events) to the
-served version, through ``CRConverter`` (which calls nobody for objects already at the version).
-Selectors on list/watch are evaluated on the stored form (labels and metadata fields are the same
-in every version). A watch event that fails to convert ends the watch (the client re-watches).
+served version, through ``CRConverter`` (which calls nobody for objects already at the version),
+then defaulted with the served version's schema (kube defaults what it reads).
+
+Label and field selectors on list/watch are evaluated on the converted object, as kube's watch
+cache (which holds objects decoded at the served version) does: a webhook may change labels, and
+``selectableFields`` are paths of the served version's schema. ``metadata.name``/``namespace``
+never change in conversion. A watch event that fails to convert ends the watch with an ERROR
+event (an InternalError Status, as kube's etcd watcher sends for an object it cannot decode).
+
+Not done: objects stored at an older storage version do not get that version's defaults before
+conversion (the None strategy's codec applies them; this store has only the served schema).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 from genericapi.apimachinery.errors import APIError
 from genericapi.registry.options import ListOptions, ListResult
-from genericapi.registry.store import Store
-from genericapi.storage.cacher import CacheEvent, CacheWatcher, WatchClosed, WatchItem
+from genericapi.registry.store import Store, _encode_continue
+from genericapi.storage.cacher import CacheEvent, CacheWatcher, Predicate, WatchClosed, WatchItem
+from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import KeyValue
 
 from .conversion import CRConverter
@@ -26,6 +37,7 @@ from .conversion import CRConverter
 log = logging.getLogger(__name__)
 
 Convert = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]]
+_PAGE = 100  # objects read per round when a selector filters a limited list
 
 
 class ConvertingStore(Store):
@@ -33,9 +45,22 @@ class ConvertingStore(Store):
         super().__init__(*args, **kwargs)
         self.converter = converter
         self.storage_version = storage_version
+        schema = getattr(self.strategy, "schema", None)
+        has_defaults = schema is not None and b'"default"' in orjson.dumps(getattr(schema, "schema", None))
+        self._read_defaults = schema if has_defaults else None
 
     async def to_served(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return await self.converter.convert(objs, self.info.version)
+        converted = await self.converter.convert(objs, self.info.version)
+        defaults = self._read_defaults
+        if defaults is None:
+            return converted
+        out = []
+        for before, obj in zip(objs, converted, strict=True):
+            if obj is before:
+                obj = copy.deepcopy(obj)  # not converted: the cache's own object, never mutated
+            defaults.default(obj)
+            out.append(obj)
+        return out
 
     async def encode(self, obj: dict[str, Any]) -> bytes:
         stored = (await self.converter.convert([obj], self.storage_version))[0]
@@ -50,35 +75,89 @@ class ConvertingStore(Store):
         return (await self.to_served([obj]))[0]  # a no-op for what _read already converted
 
     async def list(self, namespace: str, opts: ListOptions) -> ListResult:
-        result = await super().list(namespace, opts)
-        if result.items:
-            converted = await self.to_served([obj for obj, _raw in result.items])
-            result.items = [(obj, orjson.dumps(obj)) for obj in converted]
-        return result
+        pred = opts.predicate
+        if pred is None:
+            result = await super().list(namespace, opts)
+            if result.items:
+                converted = await self.to_served([obj for obj, _raw in result.items])
+                result.items = [(obj, orjson.dumps(obj)) for obj in converted]
+            return result
+        return await self._list_selected(namespace, opts, pred)
+
+    async def _list_selected(self, namespace: str, opts: ListOptions, pred: Predicate) -> ListResult:
+        """Read unfiltered pages, convert, then select; a limit counts selected objects."""
+        # as the base store: a list served from the cache (resourceVersion=0) ignores the limit
+        limit = 0 if opts.resource_version == "0" and not opts.continue_token else opts.limit
+        inner = replace(opts, predicate=None, limit=max(limit, _PAGE) if limit else 0)
+        out: list[dict[str, Any]] = []
+        while True:
+            page = await super().list(namespace, inner)
+            converted = await self.to_served([obj for obj, _raw in page.items]) if page.items else []
+            for i, obj in enumerate(converted):
+                if not pred(obj):
+                    continue
+                out.append(obj)
+                if limit and len(out) >= limit:
+                    result = ListResult([(o, orjson.dumps(o)) for o in out], page.revision)
+                    if i < len(converted) - 1 or page.continue_token:
+                        meta = obj.get("metadata") or {}
+                        key = self.key(str(meta.get("namespace") or ""), str(meta.get("name") or "")).decode()
+                        result.continue_token = _encode_continue(page.revision, key[len(self.key_prefix) + 1:])
+                    return result
+            if not page.continue_token:
+                return ListResult([(o, orjson.dumps(o)) for o in out], page.revision)
+            inner = replace(inner, continue_token=page.continue_token, resource_version="",
+                            resource_version_match="")
 
     async def watch(self, namespace: str, opts: ListOptions) -> CacheWatcher:
-        return ConvertingWatcher(await super().watch(namespace, opts), self.to_served)
+        inner = await super().watch(namespace, replace(opts, predicate=None))
+        return ConvertingWatcher(inner, self.to_served, opts.predicate)
 
 
 class ConvertingWatcher(CacheWatcher):
-    """A client watch whose events are converted one at a time as the client reads them."""
+    """A client watch whose events are converted (then selected) one at a time as the client reads them."""
 
-    def __init__(self, inner: CacheWatcher, convert: Convert) -> None:
+    def __init__(self, inner: CacheWatcher, convert: Convert, select: Predicate | None = None) -> None:
         super().__init__(inner.cache, inner.predicate)
         self._inner = inner
         self._convert = convert
+        self._select = select
 
     async def next_item(self, wait: float | None) -> WatchItem | None:
-        item = await self._inner.next_item(wait)
-        if not isinstance(item, CacheEvent):
-            return item
-        try:
+        while True:
+            item = await self._inner.next_item(wait)
+            if not isinstance(item, CacheEvent):
+                return item
+            try:
+                event = await self._converted(item)
+            except APIError as err:
+                log.warning("ending a watch: converting %s failed: %s", item.key.decode(), err.message)
+                self._inner.close()
+                self.closed = True
+                return WatchClosed(StorageError(err.message))
+            if event is not None:
+                return event
+
+    async def _converted(self, item: CacheEvent) -> CacheEvent | None:
+        """The event at the served version, as the selector sees it (None when it does not concern this watch)."""
+        if self._select is None:
             obj = (await self._convert([item.obj]))[0]
-        except APIError as err:
-            log.warning("ending a watch: converting %s failed: %s", item.key.decode(), err.message)
-            self._inner.close()
-            return WatchClosed(None)
-        return CacheEvent(item.type, item.key, obj, orjson.dumps(obj), item.prev, item.revision)
+            return CacheEvent(item.type, item.key, obj, orjson.dumps(obj), item.prev, item.revision)
+        both = await self._convert([item.obj] if item.prev is None else [item.obj, item.prev])
+        obj, prev = both[0], (both[1] if len(both) > 1 else None)
+        cur = item.type != "DELETED" and self._select(obj)
+        old = prev is not None and self._select(prev)
+        kind = item.type
+        if item.type == "DELETED":
+            if not old and not self._select(obj):
+                return None
+        elif cur and not old:
+            kind, prev = "ADDED", None
+        elif old and not cur:
+            kind = "DELETED"  # the object left the selection
+        elif not cur:
+            return None
+        return CacheEvent(kind, item.key, obj, orjson.dumps(obj), prev, item.revision)
 
     def ready_item(self) -> WatchItem | None:
         return None  # every event needs an await to convert: the handler asks with next_item

@@ -184,6 +184,8 @@ class CRDController:
             else:
                 stores.append(Store(v.info, v.strategy, self.server.etcd, prefix, self.server.admission,
                                     watch_cache_size=cfg.watch_cache_size, codec=v.codec))
+        for store in stores:
+            store.gc_enabled = True  # core-api's garbage collector honours orphan/foreground on custom resources
         await asyncio.gather(*(s.start() for s in stores))
         old = self.serving.get(name)
         self.serving[name] = (built, stores)

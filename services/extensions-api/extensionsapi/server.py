@@ -43,6 +43,7 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
     prefix = f"{config.etcd_prefix.rstrip('/')}/{CRD_INFO.group}/{CRD_INFO.plural}"
     crds = CRDStore(CRD_INFO, CRDStrategy(schemas), server.etcd, prefix, server.admission,
                     watch_cache_size=config.watch_cache_size)
+    crds.gc_enabled = True  # kube's --enable-garbage-collector default: DELETE honours orphan/foreground
     server.add_store(crds)
     # Conversion webhooks named by Service are resolved from the cluster's Services (core-api's keys).
     services = ClusterServiceView(server.etcd, config.etcd_prefix)

@@ -92,6 +92,9 @@ class ClientSet:
         self._remote_clients: dict[tuple[str, str, str], HTTPClient] = {}
         self._callbacks: list[Callable[[], Awaitable[None]]] = []
         self._poller: asyncio.Task[None] | None = None
+        #: One refresh at a time: the poller and controllers that refresh before acting (the
+        #: namespace deleter) must not run the change callbacks concurrently.
+        self._refresh_lock = asyncio.Lock()
 
     # -- the served set ------------------------------------------------------------------------
     def resources(self) -> list[APIResource]:
@@ -130,17 +133,18 @@ class ClientSet:
         """Re-read the delegate's discovery; True when the served set changed (callbacks ran)."""
         if self.transport is None:
             return False
-        found = await self._discover()
-        remote = {(r.group, r.plural, r.version): r for r in found if r.group or r.version}
-        if remote == self._remote and list(remote) == list(self._remote):
-            return False
-        self._remote = remote
-        for callback in list(self._callbacks):
-            try:
-                await callback()
-            except Exception:
-                log.exception("discovery change callback failed")
-        return True
+        async with self._refresh_lock:
+            found = await self._discover()
+            remote = {(r.group, r.plural, r.version): r for r in found if r.group or r.version}
+            if remote == self._remote and list(remote) == list(self._remote):
+                return False
+            self._remote = remote
+            for callback in list(self._callbacks):
+                try:
+                    await callback()
+                except Exception:
+                    log.exception("discovery change callback failed")
+            return True
 
     async def _discover(self) -> list[APIResource]:
         assert self.transport is not None

@@ -145,6 +145,14 @@ class NamespaceDeleter:
     async def delete_content(self, namespace: str, conditions: ConditionUpdater) -> ContentTotals:
         totals = ContentTotals()
         try:
+            # Discovery afresh on every pass, as kube's deleter does: a CRD established since the
+            # last background poll must not let its objects outlive the namespace. When it fails,
+            # what is known still goes (kube's partial discovery); the condition keeps the
+            # namespace from being finalized this pass.
+            await self.clients.refresh()
+        except APIError as err:
+            conditions.discovery_failed(err.message)
+        try:
             resources = deletable_namespaced(self.clients.resources())
         except APIError as err:
             conditions.discovery_failed(err.message)
@@ -274,8 +282,8 @@ class NamespaceController(Controller):
                     return
                 if err.code != 409:
                     raise
-        if totals.remaining or conditions.content_errors:
-            self.queue.add_after(name, RECHECK_DELAY)
+        if totals.remaining or conditions.content_errors or conditions.failed:
+            self.queue.add_after(name, RECHECK_DELAY)  # incl. failed discovery: what is left is unknown
             return
         await self._finalize(name)
 

@@ -1,10 +1,19 @@
 """Kubernetes CEL value libraries: URLs, quantities, IPs and CIDRs (``k8s.io/apiserver/pkg/cel/library``).
 
 The interpreter cannot carry Python objects, so such a value travels through a rule as a one-key
-map tagged with its kind (``{"@quantity": "1Gi"}``); each function here checks the tag (else "no
+map tagged with its kind (``{"@quantity": "15e-1"}``); each function here checks the tag (else "no
 such overload", as cel-go answers for a wrong type) and re-reads the value. Quantities are parsed
 by the shared ``genericapi.apimachinery.quantity`` (the same parser the API uses), so errors and
 results match kube's ``resource.Quantity``.
+
+The tag holds a canonical text, so CEL's ``==`` (map equality) agrees with kube's ``Equal`` on these
+types: a quantity is its exact value (``quantity('1') == quantity('1000m')``, ``quantity('1Ki') ==
+quantity('1024')``), an IP its address (``ip('::1') == ip('0:0::1')``), a CIDR its address and
+prefix length without masking (as ``netip.Prefix`` compares), a URL its text with the scheme
+lower-cased. Ordering operators (``<``) on these maps fail with "no such overload", as kube has none
+for them (it refuses them when the CRD is written); ``compareTo``/``isGreaterThan`` compare values.
+Known difference: Go keeps a quantity's internal scale, so ``quantity('1000m').isInteger()`` is
+false in kube; here the canonical value ``1`` makes it true (and ``asInteger()`` gives 1).
 """
 
 from __future__ import annotations
@@ -35,13 +44,26 @@ def _string(v: Any, name: str) -> str:
 
 
 # -- quantity ---------------------------------------------------------------------------------------------------------
+def canonical_quantity(q: Quantity) -> str:
+    """One text per value (``<digits>e<exponent>``, trailing zeros folded into the exponent): the tag's content."""
+    value = q.value
+    if not value:
+        return "0"
+    sign, digits, exponent = value.normalize().as_tuple()
+    return f"{'-' if sign else ''}{''.join(map(str, digits))}e{exponent}"
+
+
+def _tag_quantity(q: Quantity) -> dict[str, str]:
+    return {"@quantity": canonical_quantity(q)}
+
+
 def quantity(s: Any) -> dict[str, str]:
     text = _string(s, "quantity")
     try:
-        parse_quantity(text)
+        parsed = parse_quantity(text)
     except ValueError as e:
         raise ExtError(str(e)) from None
-    return {"@quantity": text}
+    return _tag_quantity(parsed)
 
 
 def is_quantity(s: Any) -> bool:
@@ -82,11 +104,11 @@ def q_as_float(v: Any) -> float:
 
 
 def q_add(a: Any, b: Any) -> dict[str, str]:
-    return {"@quantity": str(_q(a, "add").add(_q_or_int(b, "add")))}
+    return _tag_quantity(_q(a, "add").add(_q_or_int(b, "add")))
 
 
 def q_sub(a: Any, b: Any) -> dict[str, str]:
-    return {"@quantity": str(_q(a, "sub").sub(_q_or_int(b, "sub")))}
+    return _tag_quantity(_q(a, "sub").sub(_q_or_int(b, "sub")))
 
 
 def q_compare(a: Any, b: Any) -> int:
@@ -127,7 +149,9 @@ def url(s: Any) -> dict[str, str]:
     why = _parse_url(text)
     if why is not None:
         raise ExtError(f'URL parse error during conversion from string: parse "{text}": {why}')
-    return {"@url": text}
+    scheme, sep, rest = text.partition(":")
+    # Go's url.Parse lower-cases the scheme, and kube compares URLs by their re-serialised text.
+    return {"@url": f"{scheme.lower()}:{rest}" if sep and not text.startswith("/") else text}
 
 
 def is_url(s: Any) -> bool:
@@ -212,7 +236,7 @@ def cidr(s: Any) -> dict[str, str]:
     if isinstance(parsed, str):
         raise ExtError(f'network address parse error during conversion from string: netip.ParsePrefix("{text}"): '
                        f"{parsed}")
-    return {"@cidr": text}
+    return {"@cidr": str(ipaddress.ip_interface(text))}  # canonical address text, host bits kept
 
 
 def is_cidr(s: Any) -> bool:

@@ -20,6 +20,7 @@ from genericapi.apimachinery.errors import FieldError, duplicate, forbidden, inv
 from extensionsapi.cel.checks import escape
 from extensionsapi.cel.compiler import CompiledRule, RuleNode
 from extensionsapi.cel.library import FUNCTIONS
+from extensionsapi.cel.typed import TYPED_FORMATS, to_typed
 
 _MAX_MESSAGE = 5 * 1024
 _contexts = threading.local()  # validate() is synchronous: a context is never shared mid-evaluation
@@ -27,10 +28,16 @@ _contexts = threading.local()  # validate() is synchronous: a context is never s
 
 def to_cel(value: Any, schema: Any) -> Any:
     """JSON as CEL sees it through the schema: integers in ``number`` fields become doubles, object
-    field names are escaped (``my-field`` -> ``my__dash__field``)."""
+    field names are escaped (``my-field`` -> ``my__dash__field``), date-time/date/duration/byte strings
+    become timestamps/durations/bytes (``typed``)."""
     if not isinstance(schema, dict):
         return value
     if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        fmt = schema.get("format")
+        if fmt in TYPED_FORMATS and schema.get("type") == "string":
+            return to_typed(value, str(fmt))
         return value
     if isinstance(value, int) and schema.get("type") == "number":
         return float(value)
