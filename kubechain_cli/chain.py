@@ -86,9 +86,9 @@ class Chain:
     #: Each backend's gRPC control channel (discovery stream, health): ``unix:///<data>/run/<name>.grpc.sock``
     #: with the unix transport, ``127.0.0.1:<port>`` (mutual TLS) with tls.
     backend_grpc: dict[str, str] = field(default_factory=dict)
-    #: Give the aggregator the members' control addresses (``--member-grpc NAME=ADDRESS``). Off until
-    #: the aggregator's argparse (server.py) takes that flag (aggregator.control.add_control_flags).
-    pass_control_addresses: bool = False
+    #: Give the aggregator the members' control addresses (``--member-grpc NAME=ADDRESS``): it learns
+    #: routes, discovery and readiness from their streams (aggregator.control); off: it fetches them.
+    pass_control_addresses: bool = True
 
     @property
     def pki(self) -> CertPaths:

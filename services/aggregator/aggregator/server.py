@@ -2,14 +2,16 @@
 
 It terminates TLS, authenticates the client, and forwards requests over pooled connections to
 the delegation chain with the user in ``X-Remote-*`` headers (client-sent ones stripped).
-Health, ``/version`` and ``/metrics`` are answered here; APIService objects, discovery merging
-and the gRPC control channel grow here in later issues.
+Health, ``/version`` and ``/metrics`` are answered here. With ``--member-grpc`` the gateway
+learns what each member serves from its gRPC control channel (control.py): the routing table is
+rebuilt from every pushed discovery update, merged discovery is served from the latest pushed
+documents, and a member's readiness is its gRPC health. Without it (a single plain HTTP member)
+the routes are read once at start and discovery is fetched per request.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import ssl
 import time
@@ -23,14 +25,23 @@ from genericapi.server import metrics
 from genericapi.server.apiserver import client_ssl_context
 from genericapi.server.app import Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
+from genericapi.server.discovery import wants_aggregated
 from genericapi.server.health import HealthChecks
 from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
 from starlette.types import Message, Receive, Scope, Send
 
-from . import merged
+from . import merged, openapi_merge
 from .apiservices.layer import APIServiceLayer, LayerConfig
 from .auth import Authenticator, load_token_file
+from .control import (
+    ControlChannel,
+    MemberDiscovery,
+    MemberTargets,
+    add_control_flags,
+    client_credentials,
+    parse_member_targets,
+)
 from .routing import RoutingTable
 
 log = logging.getLogger(__name__)
@@ -51,6 +62,8 @@ class GatewayConfig:
     etcd_servers: str = ""
     etcd_prefix: str = "/registry"
     apiservice_recheck: float = 10.0
+    #: Each member's gRPC control address(es), in ``members``' order; empty: no control channel.
+    member_grpc: list[MemberTargets] = field(default_factory=list)
 
 
 class Gateway:
@@ -64,7 +77,9 @@ class Gateway:
         # authenticated a request); the backends learn the user from X-Remote-* only.
         self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers,
                                   drop_headers=("authorization",))
-        self._refresh_task: asyncio.Task[None] | None = None
+        #: The members' discovery and health streams (set by ``run`` with ``--member-grpc``).
+        self.control: ControlChannel | None = None
+        self.openapi_v2 = openapi_merge.OpenAPIV2Cache(self._fetch_openapi_v2, self._extra_openapi_v2)
         #: APIServices: our own group, service-backed routes, their discovery (set by ``run``).
         self.apiservices: APIServiceLayer | None = None
 
@@ -87,8 +102,8 @@ class Gateway:
             await send({"type": "http.response.body", "body": body})
             return
         scope["kubechain.user"] = user
-        if scope["method"] in ("GET", "HEAD") and len(self.config.members) > 1 \
-                and scope["path"].rstrip("/") in ("/apis", "/openapi/v3") and await self._merged(scope, send):
+        if scope["method"] in ("GET", "HEAD") and (len(self.config.members) > 1 or self.control is not None) \
+                and scope["path"].rstrip("/") in MERGED_PATHS and await self._merged(scope, send):
             return
         labels = request_labels(scope)
         code = 0
@@ -109,9 +124,21 @@ class Gateway:
             metrics.REQUESTS.labels(*labels, str(code)).inc()
 
     async def _merged(self, scope: Scope, send: Send) -> bool:
-        """Answer ``/apis`` or the ``/openapi/v3`` index merged from every member (see merged.py)."""
+        """Answer ``/api``, ``/apis``, ``/openapi/v2`` or the ``/openapi/v3`` index merged from every
+        member (see merged.py, openapi_merge.py); False leaves the request to the proxy."""
         path = scope["path"].rstrip("/")
         accept = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"accept"), "")
+        if path == "/openapi/v2":
+            return await self._openapi_v2(scope, send, accept)
+        streamed = self._streamed(path, accept)
+        if streamed is not None:
+            ctype, body = streamed
+            if path == "/apis" and self.apiservices is not None:
+                body = await self.apiservices.decorate_apis(ctype, body)
+            await _send_body(scope, send, ctype, body)
+            return True
+        if path == "/api":
+            return False  # core-api answers it (the legacy list carries its advertised address)
         answers = await merged.fetch_all(self.proxy, self.config.members, path, accept)
         if path == "/apis":
             result = merged.merge_apis(answers)
@@ -125,7 +152,8 @@ class Gateway:
             for index, gvs in enumerate(served):
                 for gv in gvs:
                     by_gv.setdefault(gv, index)
-            self.table = RoutingTable(self.table.members, by_gv)
+            if self.control is None:
+                self.table = RoutingTable(self.table.members, by_gv)
         else:
             merged_index = merged.merge_openapi_index(answers)
             if merged_index is None:
@@ -133,14 +161,65 @@ class Gateway:
             ctype, body = "application/json", merged_index
             if self.apiservices is not None:
                 body = await self.apiservices.decorate_openapi_index(body)
-        headers = [(b"content-type", ctype.encode("latin-1")), (b"content-length", str(len(body)).encode()),
-                   (b"vary", b"Accept")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+        await _send_body(scope, send, ctype, body)
         return True
 
+    def _streamed(self, path: str, accept: str) -> tuple[str, bytes] | None:
+        """``/apis`` (either form) or aggregated ``/api`` from the members' pushed discovery;
+        None when it must be fetched (no stream, or a member has not delivered yet)."""
+        if self.control is None or path not in ("/api", "/apis"):
+            return None
+        doc = merged.streamed_aggregated(self.control.latest(), path)
+        if doc is None:
+            return None
+        version = wants_aggregated(accept)
+        if version:
+            return merged.aggregated_response(doc, version)
+        if path == "/api":
+            return None
+        return "application/json", orjson.dumps(merged.legacy_group_list(doc))
+
+    async def _openapi_v2(self, scope: Scope, send: Send, accept: str) -> bool:
+        key: tuple[Any, ...] | None = None
+        if self.control is not None:
+            latest = self.control.latest()
+            if all(d is not None for d in latest):
+                key = tuple((d.instance, d.generation) for d in latest if d is not None)
+        doc = await self.openapi_v2.get(key)
+        if doc is None:
+            return False
+        etag = f'"{doc.etag}"'.encode()
+        if next((v for k, v in scope["headers"] if k.lower() == b"if-none-match"), b"") == etag:
+            await send({"type": "http.response.start", "status": 304, "headers": [(b"etag", etag)]})
+            await send({"type": "http.response.body", "body": b""})
+            return True
+        if openapi_merge.wants_protobuf(accept):
+            ctype, body = openapi_merge.openapi.OPENAPI_V2_PROTOBUF_CONTENT_TYPE, await doc.protobuf()
+        else:
+            ctype, body = "application/json", doc.json
+        await _send_body(scope, send, ctype, body, [(b"etag", etag)])
+        return True
+
+    async def _fetch_openapi_v2(self) -> list[bytes | None]:
+        answers = await merged.fetch_all(self.proxy, self.config.members, "/openapi/v2", "application/json")
+        return [a[2] if a is not None and a[0] == 200 else None for a in answers]
+
+    async def _extra_openapi_v2(self) -> list[dict[str, Any]]:
+        if self.apiservices is None:
+            return []
+        return [(await self.apiservices.server.openapi.encoded()).v2_doc]
+
     # -- learning which member serves what ------------------------------------------------
+    def on_discovery(self, update: MemberDiscovery) -> None:
+        """A member pushed its discovery: rebuild the routing table whole from every member's latest."""
+        if self.control is None:
+            return
+        self.table = RoutingTable(self.table.members, self.control.routes())
+        log.debug("discovery of %s (%s) generation %d: %d group-versions routed", update.member, update.address,
+                  update.generation, len(self.table.by_group_version))
+
     async def refresh_routes(self) -> None:
+        """Read every member's discovery once (only without a control channel)."""
         by_gv: dict[tuple[str, str], int] = {}
         for index, replicas in enumerate(self.config.members):
             for base in replicas:
@@ -153,24 +232,20 @@ class Gateway:
                 break
         self.table = RoutingTable(self.table.members, by_gv)
 
-    async def _refresh_loop(self) -> None:
-        while True:
-            try:
-                await self.refresh_routes()
-            except Exception:
-                log.exception("refreshing routes failed")
-            await asyncio.sleep(self.config.discovery_refresh)
-
     async def start(self) -> None:
-        await self.refresh_routes()
-        self._refresh_task = asyncio.create_task(self._refresh_loop())
+        if self.control is not None:
+            await self.control.start()
+        else:
+            await self.refresh_routes()
 
     async def stop(self) -> None:
-        if self._refresh_task is not None:
-            self._refresh_task.cancel()
+        if self.control is not None:
+            await self.control.stop()
         await self.proxy.close()
 
     async def members_ready(self) -> bool:
+        if self.control is not None:
+            return all(self.control.serving(i) for i in range(len(self.control.members)))
         for replicas in self.config.members:
             ok = False
             for base in replicas:
@@ -184,6 +259,18 @@ class Gateway:
             if not ok:
                 return False
         return True
+
+
+#: Documents the gateway answers itself by merging its members' (see ``Gateway._merged``).
+MERGED_PATHS = ("/api", "/apis", "/openapi/v2", "/openapi/v3")
+
+
+async def _send_body(scope: Scope, send: Send, ctype: str, body: bytes,
+                     extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    headers = [(b"content-type", ctype.encode("latin-1")), (b"content-length", str(len(body)).encode()),
+               (b"vary", b"Accept"), *(extra or [])]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
 
 
 def request_labels(scope: Scope) -> tuple[str, str, str, str, str]:
@@ -240,13 +327,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--apiservice-recheck-interval", type=float, default=10.0,
                         help="seconds between availability checks of service-backed APIServices")
     parser.add_argument("--log-level", default="INFO")
+    add_control_flags(parser)
     args = parser.parse_args(argv)
+    try:
+        member_grpc = parse_member_targets(args.member_grpc)
+    except ValueError as err:
+        parser.error(str(err))
+    if member_grpc and len(member_grpc) != len(args.member):
+        parser.error(f"--member-grpc names {len(member_grpc)} members but --member {len(args.member)}: "
+                     "give both for every member, in the same order")
     logging.basicConfig(level=args.log_level, format="%(asctime)s aggregator %(levelname)s %(name)s: %(message)s")
     config = GatewayConfig(args.bind_address, args.secure_port, args.cert_dir,
                            [[u.strip().rstrip("/") for u in m.split(",") if u.strip()] for m in args.member],
                            args.token_auth_file, args.discovery_refresh)
     config.etcd_servers, config.etcd_prefix = args.etcd_servers, args.etcd_prefix
     config.apiservice_recheck = args.apiservice_recheck_interval
+    config.member_grpc = member_grpc
     run_forever(run(config, args.shutdown_delay))
 
 
@@ -255,6 +351,11 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     any_tls = any(u.startswith("https") for m in config.members for u in m)
     backend_ssl = client_ssl_context(paths.ca, *paths.pair("front-proxy-client")) if any_tls else None
     gateway = Gateway(config, Authenticator(load_token_file(config.token_auth_file)), backend_ssl)
+    if config.member_grpc:
+        tcp = any(not a.startswith("unix:") for m in config.member_grpc for a in m.addresses)
+        credentials = await client_credentials(paths.ca, *paths.pair("front-proxy-client")) if tcp else None
+        gateway.control = ControlChannel(config.member_grpc, on_discovery=gateway.on_discovery,
+                                         credentials=credentials)
     health = HealthChecks()
     health.add("backends", gateway.members_ready, liveness=False)
     if config.etcd_servers:

@@ -264,6 +264,8 @@ class GenericAPIServer:
             await self.control.drain()  # the gateway hears NOT_SERVING as this server stops accepting
         for store in self.stores:
             store.cache.end_watchers()
+        if self.delegate is not None:
+            self.delegate.end_streams()  # watches this link relays to the next one end cleanly too
 
     def app(self) -> Dispatcher:
         def extra(app: FastAPI) -> None:

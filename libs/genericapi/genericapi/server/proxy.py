@@ -70,6 +70,7 @@ class ReverseProxy:
         self._unix_sessions: dict[str, aiohttp.ClientSession] = {}
         self._unix_pools: dict[str, UnixHTTPPool] = {}
         self._streams: set[asyncio.Task[None]] = set()
+        self._ending_streams = False
         self._rr = 0
 
     def session(self, base: str = "") -> aiohttp.ClientSession:
@@ -101,7 +102,9 @@ class ReverseProxy:
             return resp.status, await resp.read()
 
     def end_streams(self) -> None:
-        """End every streaming response (watches) cleanly: used on graceful shutdown."""
+        """End every streaming response (watches) cleanly: used on graceful shutdown. Streams
+        that start afterwards (a client reconnecting while the server drains) end at once."""
+        self._ending_streams = True
         for task in list(self._streams):
             task.cancel()
 
@@ -188,6 +191,9 @@ class ReverseProxy:
                 if msg["type"] == "http.disconnect":
                     return
 
+        if self._ending_streams:
+            pump.close()
+            return False
         pump_task = asyncio.create_task(pump)
         watch_task = asyncio.create_task(disconnected())
         self._streams.add(pump_task)

@@ -181,6 +181,7 @@ class WatchCache:
         self._window_start = 0
         self.revision = 0
         self._watchers: set[CacheWatcher] = set()
+        self._ending_watchers = False
         self._ready = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -205,7 +206,12 @@ class WatchCache:
         self.end_watchers()
 
     def end_watchers(self) -> None:
-        """End every client watch cleanly (graceful shutdown); the cache keeps following etcd."""
+        """End every client watch cleanly (graceful shutdown); the cache keeps following etcd.
+
+        Watches opened afterwards (a client reconnecting on a kept-alive connection while the
+        server drains) end at once too, or the drain would wait for them until its deadline.
+        """
+        self._ending_watchers = True
         for w in list(self._watchers):
             w.terminate(None)
         self._watchers.clear()
@@ -359,6 +365,9 @@ class WatchCache:
                 if ev.revision > start_revision:
                     watcher.offer(ev)
             watcher.last_revision = start_revision
+        if self._ending_watchers:
+            watcher.terminate(None)
+            return watcher
         self._watchers.add(watcher)
         return watcher
 
