@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.serviceresolver import ServiceResolver
 from genericapi.registry.codec import JsonCodec
@@ -88,6 +89,17 @@ def _reading(steps: list[Step | None]) -> Step:
     return read
 
 
+class _UncompiledRules:
+    """Rules of a stored CRD that no longer compile (written before a stricter check): objects are
+    refused with the compile error rather than written unchecked, as kube's validator does."""
+
+    def __init__(self, errs: list[FieldError]) -> None:
+        self.errs = errs
+
+    def validate(self, new: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        return [FieldError("InternalError", e.field, f"rule compile error: {e.detail}") for e in self.errs]
+
+
 def _scale_paths(sub: dict[str, Any]) -> tuple[str, str, str] | None:
     scale = sub.get("scale")
     if not isinstance(scale, dict):
@@ -129,9 +141,11 @@ def build(crd: dict[str, Any], terminating: Callable[[], bool],
         )
         raw_schema = (v.get("schema") or {}).get("openAPIV3Schema")
         schema_ops = CRSchema(raw_schema) if isinstance(raw_schema, dict) else None
-        rules = None
+        rules: Any = None
         if isinstance(raw_schema, dict):
-            rules, _errs = compile_schema(raw_schema, f"spec.versions[{index}].schema.openAPIV3Schema")
+            rules, rule_errs = compile_schema(raw_schema, f"spec.versions[{index}].schema.openAPIV3Schema")
+            if rule_errs:
+                rules = _UncompiledRules(rule_errs)
         strategy = CRStrategy(info, schema=schema_ops, rules=rules,
                               printer=cr_tables.printer_for(v.get("additionalPrinterColumns")),
                               terminating=terminating)

@@ -5,9 +5,10 @@ Runs when a CRD is written (so a bad rule is rejected then, at the paths and wit
 apiextensions.ValidationRule{...}: compilation failed: ERROR: <input>:1:5: ...``) and when the
 serving side builds a validator from a stored CRD. ``rule`` and ``messageExpression`` are parsed
 by the interpreter (cel-go's syntax error texts), then checked for undeclared names and undefined
-fields against the node's schema (``checks``). A rule naming ``oldSelf`` is a transition rule; it
-is refused under a list that is not ``x-kubernetes-list-type: map`` (items there cannot be
-correlated with the old object).
+fields against the node's schema (``checks``), then for type errors and a result that is not a
+bool (a messageExpression's: not a string) as far as ``typecheck`` can tell without a checker. A
+rule naming ``oldSelf`` is a transition rule; it is refused under a list that is not
+``x-kubernetes-list-type: map`` (items there cannot be correlated with the old object).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import cel as celrust
 import orjson
 from genericapi.apimachinery.errors import FieldError, GoRendered, invalid, not_supported, required
 
-from extensionsapi.cel import checks
+from extensionsapi.cel import checks, typecheck
 from extensionsapi.cel.fieldpath import FieldPathError, valid_field_path
 from extensionsapi.cel.library import KNOWN_FUNCTIONS
 
@@ -123,6 +124,19 @@ def _schema_problems(rule: dict[str, Any], base: str, schema: dict[str, Any]) ->
     return errs
 
 
+def _type_problems(src: str, schema: dict[str, Any], resource_root: bool,
+                   want: type) -> tuple[str | None, str | None]:
+    """(overload issues, result-type problem) found by ``typecheck``; (None, None) when none is seen."""
+    found = typecheck.equality_issues(src, schema, resource_root)
+    if found:
+        return "\n".join(found), None
+    sampled = typecheck.sample_problem(src, schema, resource_root, want)
+    if sampled is None:
+        return None, None
+    kind, text = sampled
+    return (text, None) if kind == "overload" else (None, kind)
+
+
 def _compile_rule(rule: dict[str, Any], base: str, schema: dict[str, Any], resource_root: bool,
                   uncorrelatable: str | None) -> tuple[CompiledRule | None, list[FieldError]]:
     errs: list[FieldError] = []
@@ -132,17 +146,27 @@ def _compile_rule(rule: dict[str, Any], base: str, schema: dict[str, Any], resou
     if problem is None:
         found = checks.find_issues(text, schema, KNOWN_FUNCTIONS, _VARS, resource_root)
         problem = "\n".join(found) if found else None
+    result_problem = None
+    if problem is None:
+        problem, result_problem = _type_problems(text, schema, resource_root, bool)
     if problem is not None:
         errs.append(invalid(f"{base}.rule", render_rule(rule), f"compilation failed: {problem}"))
+    elif result_problem is not None:
+        errs.append(invalid(f"{base}.rule", render_rule(rule), typecheck.NOT_BOOL))
     msg_problem = None
     if msg_expr.strip():
         msg_problem = _syntax_error(msg_expr)
         if msg_problem is None:
             found = checks.find_issues(msg_expr, schema, KNOWN_FUNCTIONS, _VARS, resource_root)
             msg_problem = "\n".join(found) if found else None
+        msg_result = None
+        if msg_problem is None and not errs:
+            msg_problem, msg_result = _type_problems(msg_expr, schema, resource_root, str)
         if msg_problem is not None:
             errs.append(invalid(f"{base}.messageExpression", render_rule(rule),
                                 f"messageExpression compilation failed: {msg_problem}"))
+        elif msg_result is not None:
+            errs.append(invalid(f"{base}.messageExpression", render_rule(rule), typecheck.NOT_STRING))
     uses_old = problem is None and _uses(text, "oldSelf")
     if uses_old and uncorrelatable is not None:
         errs.append(invalid(f"{base}.rule", text, "oldSelf cannot be used on the uncorrelatable portion of the "
