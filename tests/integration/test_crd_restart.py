@@ -53,5 +53,10 @@ def test_new_extensions_api_serves_established_crds(chain: ChainHandle) -> None:
         assert err.value.code == 404
     finally:
         proc.terminate()
-        proc.wait(15)
+        try:
+            assert proc.wait(15) == 0, "extensions-api did not exit cleanly on SIGTERM"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
     chain.kubectl("delete", "crd", f"crontabs.{group}")

@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
+from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import k8sproto, user
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.registry.codec import JsonCodec
@@ -150,6 +151,8 @@ class GenericAPIServer:
         self._storage_hash = storage_hash
         self._definitions = definitions or {}
         self._started = asyncio.Event()
+        #: Set when the drain ends the watches: new watches are refused (429, Retry-After) until exit.
+        self.draining = False
         self._warm: asyncio.Future[object] | None = None
         self.delegate: ReverseProxy | None = None
         if config.delegate_urls:
@@ -260,6 +263,7 @@ class GenericAPIServer:
         await self.etcd.close()
 
     async def end_watches(self) -> None:
+        self.draining = True
         if self.control is not None:
             await self.control.drain()  # the gateway hears NOT_SERVING as this server stops accepting
         for store in self.stores:
@@ -306,6 +310,12 @@ class _Lazy:
         self._allowed = frozenset(server.config.requestheader_allowed_names)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self._server.draining and _is_watch(scope):
+            # A client reconnecting its watch while this server drains (as informers do at once)
+            # is asked to come back later, as kube-apiserver's retry-after filter does, instead of
+            # holding the drain open until its deadline.
+            await _refuse_while_draining(send)
+            return
         if scope["type"] == "http":
             identity = peer_identity(scope)
             if identity is not None and identity[0] not in self._allowed:
@@ -317,6 +327,21 @@ class _Lazy:
                 user.current_user.reset(token)
             return
         await self._server.router(scope, receive, send)
+
+
+def _is_watch(scope: Scope) -> bool:
+    if "/watch/" in scope["path"]:
+        return True
+    query = scope.get("query_string", b"")
+    return any(part in (b"watch=1", b"watch=true", b"watch=True") for part in query.split(b"&"))
+
+
+async def _refuse_while_draining(send: Send) -> None:
+    body = apierrors.too_many_requests("The apiserver is shutting down, please try again later.", 5).body()
+    await send({"type": "http.response.start", "status": 429,
+                "headers": [(b"content-type", b"application/json"), (b"retry-after", b"5"),
+                            (b"connection", b"close"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _pass_user_headers(scope: Scope) -> list[tuple[str, str]]:

@@ -181,7 +181,6 @@ class WatchCache:
         self._window_start = 0
         self.revision = 0
         self._watchers: set[CacheWatcher] = set()
-        self._ending_watchers = False
         self._ready = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -206,12 +205,7 @@ class WatchCache:
         self.end_watchers()
 
     def end_watchers(self) -> None:
-        """End every client watch cleanly (graceful shutdown); the cache keeps following etcd.
-
-        Watches opened afterwards (a client reconnecting on a kept-alive connection while the
-        server drains) end at once too, or the drain would wait for them until its deadline.
-        """
-        self._ending_watchers = True
+        """End every client watch cleanly (graceful shutdown); the cache keeps following etcd."""
         for w in list(self._watchers):
             w.terminate(None)
         self._watchers.clear()
@@ -365,9 +359,6 @@ class WatchCache:
                 if ev.revision > start_revision:
                     watcher.offer(ev)
             watcher.last_revision = start_revision
-        if self._ending_watchers:
-            watcher.terminate(None)
-            return watcher
         self._watchers.add(watcher)
         return watcher
 
