@@ -123,7 +123,7 @@ def test_namespace_and_foreground_deletes_finish_after_a_crash(etcd_server: Etcd
         wait_for(lambda: (restarted.json("GET", f"/api/v1/namespaces/{fg}/pods/web-pod")[1] or {})
                  .get("metadata", {}).get("deletionTimestamp"), 25, "the held pod deleted in the foreground")
         unhold(restarted, f"/api/v1/namespaces/{fg}/pods/web-pod")
-        wait_for(lambda: restarted.json("GET", f"/api/v1/namespaces/{big}")[0] == 404, 30, "namespace gone")
+        wait_for(lambda: restarted.json("GET", f"/api/v1/namespaces/{big}")[0] == 404, 60, "namespace gone")
         wait_for(lambda: restarted.json("GET", f"/apis/apps/v1/namespaces/{fg}/deployments/web")[0] == 404, 30,
                  "foreground owner gone")
         print(f"finished {time.monotonic() - started:.1f}s after the restart")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,7 +21,7 @@ def test_what_counts_as_a_watch() -> None:
     assert not _is_watch(_scope("/api/v1/pods", b"fieldSelector=metadata.name%3Dwatch%3Dtrue"))
 
 
-def test_draining_refuses_new_watches_only() -> None:
+async def test_draining_refuses_new_watches_only() -> None:
     served: list[str] = []
 
     async def router(scope: dict[str, Any], _receive: Any, _send: Any) -> None:
@@ -38,10 +37,10 @@ def test_draining_refuses_new_watches_only() -> None:
     async def receive() -> dict[str, Any]:
         return {"type": "http.disconnect"}
 
-    asyncio.run(app(_scope("/api/v1/pods", b"watch=1"), receive, send))
+    await app(_scope("/api/v1/pods", b"watch=1"), receive, send)
     assert sent[0]["status"] == 429 and (b"retry-after", b"5") in sent[0]["headers"]
     body = orjson.loads(sent[1]["body"])
     assert body["reason"] == "TooManyRequests"
     assert body["message"] == "The apiserver is shutting down, please try again later."
-    asyncio.run(app(_scope("/api/v1/pods"), receive, send))
+    await app(_scope("/api/v1/pods"), receive, send)
     assert served == ["/api/v1/pods"]
