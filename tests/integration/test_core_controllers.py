@@ -11,21 +11,11 @@ from typing import Any
 
 import pytest
 from support.procs import ChainHandle
+from support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def get(chain: ChainHandle, path: str) -> dict[str, Any] | None:
@@ -46,8 +36,8 @@ def ca_pem(chain: ChainHandle) -> str:
 def test_new_namespace_gets_default_serviceaccount_and_root_ca(chain: ChainHandle) -> None:
     ns = new_namespace(chain, "ctl-new")
     start = time.monotonic()
-    sa = wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
-    cm = wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
+    sa = eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
+    cm = eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
     assert time.monotonic() - start < 5
     assert sa["metadata"]["namespace"] == ns
     assert cm["data"] == {"ca.crt": ca_pem(chain)}
@@ -59,20 +49,20 @@ def test_new_namespace_gets_default_serviceaccount_and_root_ca(chain: ChainHandl
 
 @pytest.mark.parametrize("ns", ["default", "kube-system", "kube-public"])
 def test_system_namespaces_have_them(chain: ChainHandle, ns: str) -> None:
-    wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
-    cm = wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
+    eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
+    cm = eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
     assert cm["data"]["ca.crt"] == ca_pem(chain)
 
 
 def test_deleted_ones_come_back(chain: ChainHandle) -> None:
     ns = new_namespace(chain, "ctl-del")
-    sa = wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
-    cm = wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
+    sa = eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
+    cm = eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
     chain.kubectl("delete", "serviceaccount", "default", "-n", ns)
     chain.kubectl("delete", "configmap", "kube-root-ca.crt", "-n", ns)
-    new_sa = wait_for(lambda: (o := get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
+    new_sa = eventually(lambda: (o := get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
                       and o["metadata"]["uid"] != sa["metadata"]["uid"] and o)
-    new_cm = wait_for(lambda: (o := get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
+    new_cm = eventually(lambda: (o := get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
                       and o["metadata"]["uid"] != cm["metadata"]["uid"] and o)
     assert new_sa["metadata"]["name"] == "default"
     assert new_cm["data"] == {"ca.crt": ca_pem(chain)}
@@ -81,21 +71,21 @@ def test_deleted_ones_come_back(chain: ChainHandle) -> None:
 def test_a_user_edited_root_ca_configmap_is_restored(chain: ChainHandle) -> None:
     ns = new_namespace(chain, "ctl-edit")
     path = f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"
-    wait_for(lambda: get(chain, path))
+    eventually(lambda: get(chain, path))
     chain.kubectl("patch", "configmap", "kube-root-ca.crt", "-n", ns, "--type=merge",
                   "-p", '{"data":{"ca.crt":"not a CA","extra":"x"}}')
-    restored = wait_for(lambda: (o := get(chain, path)) and o["data"] == {"ca.crt": ca_pem(chain)} and o)
+    restored = eventually(lambda: (o := get(chain, path)) and o["data"] == {"ca.crt": ca_pem(chain)} and o)
     assert "extra" not in restored["data"]
     # The description annotation removed by a user comes back too.
     chain.kubectl("annotate", "configmap", "kube-root-ca.crt", "-n", ns, "kubernetes.io/description-")
-    wait_for(lambda: ((get(chain, path) or {}).get("metadata", {}).get("annotations") or {})
+    eventually(lambda: ((get(chain, path) or {}).get("metadata", {}).get("annotations") or {})
              .get("kubernetes.io/description"))
 
 
 def test_a_namespace_created_with_a_wrong_root_ca_gets_it_fixed(chain: ChainHandle) -> None:
     ns = new_namespace(chain, "ctl-race")
     path = f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"
-    wait_for(lambda: get(chain, path))
+    eventually(lambda: get(chain, path))
     # Replace it outright (a PUT with a bogus bundle and no annotation): the publisher puts it back.
     cur = get(chain, path)
     assert cur is not None
@@ -103,7 +93,7 @@ def test_a_namespace_created_with_a_wrong_root_ca_gets_it_fixed(chain: ChainHand
     cur["metadata"].pop("annotations", None)
     status, _ = chain.json("PUT", path, cur)
     assert status == 200
-    wait_for(lambda: (get(chain, path) or {}).get("data") == {"ca.crt": ca_pem(chain)})
+    eventually(lambda: (get(chain, path) or {}).get("data") == {"ca.crt": ca_pem(chain)})
 
 
 def test_terminating_namespace_is_left_alone(chain: ChainHandle) -> None:
@@ -112,10 +102,10 @@ def test_terminating_namespace_is_left_alone(chain: ChainHandle) -> None:
     status, _ = chain.json("POST", "/api/v1/namespaces", {
         "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "finalizers": ["example.com/hold"]}})
     assert status == 201
-    wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
-    wait_for(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
+    eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/serviceaccounts/default"))
+    eventually(lambda: get(chain, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"))
     chain.kubectl("delete", "namespace", ns, "--wait=false")
-    wait_for(lambda: (get(chain, f"/api/v1/namespaces/{ns}") or {}).get("metadata", {}).get("deletionTimestamp"))
+    eventually(lambda: (get(chain, f"/api/v1/namespaces/{ns}") or {}).get("metadata", {}).get("deletionTimestamp"))
     chain.kubectl("delete", "serviceaccount", "default", "-n", ns, "--ignore-not-found")
     chain.kubectl("delete", "configmap", "kube-root-ca.crt", "-n", ns, "--ignore-not-found")
     time.sleep(1.5)
@@ -126,7 +116,7 @@ def test_terminating_namespace_is_left_alone(chain: ChainHandle) -> None:
 
 
 def test_the_controller_lease_has_a_holder(chain: ChainHandle) -> None:
-    lease = wait_for(lambda: get(chain, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/"
+    lease = eventually(lambda: get(chain, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/"
                                         "kube-controller-manager"))
     spec = lease["spec"]
     holder = spec["holderIdentity"]
@@ -134,7 +124,7 @@ def test_the_controller_lease_has_a_holder(chain: ChainHandle) -> None:
     assert spec["leaseDurationSeconds"] == 15
     assert MICRO_TIME.match(spec["renewTime"]) and MICRO_TIME.match(spec["acquireTime"])
     # It is renewed (every retry period, 2 s).
-    renewed = wait_for(lambda: (o := get(chain, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/"
+    renewed = eventually(lambda: (o := get(chain, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/"
                                                 "kube-controller-manager")) and
                        o["spec"]["renewTime"] != spec["renewTime"] and o, timeout=6)
     assert renewed["spec"]["holderIdentity"] == holder

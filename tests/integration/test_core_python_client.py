@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from support.procs import ChainHandle
+from support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -42,17 +43,6 @@ def ns(core: client.CoreV1Api) -> Iterator[str]:
         core.delete_namespace(name)
     except ApiException:
         pass
-
-
-def eventually(check: Callable[[], Any], timeout: float = 15, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(0.1)
 
 
 def missing(read: Callable[[], Any]) -> bool:

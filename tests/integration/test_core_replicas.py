@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.coreapi_procs import CoreAPIProcess
 from support.procs import EtcdServer
+from support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -27,19 +28,8 @@ LEASE_DURATION = 15  # core-api's (kube-controller-manager's) default
 IDENTITY = re.compile(r"controller manager (\S+) started")
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not in {timeout}s")
-        time.sleep(0.1)
-
-
 def identity(proc: CoreAPIProcess) -> str:
-    found = wait_for(lambda: IDENTITY.search(proc.log_tail(200_000)), 20, "manager identity in the log")
+    found = eventually(lambda: IDENTITY.search(proc.log_tail(200_000)), 20, "manager identity in the log")
     return found.group(1)
 
 
@@ -77,16 +67,16 @@ def replicas(etcd_server: EtcdServer, tmp_path: Path) -> Iterator[list[CoreAPIPr
 def test_one_leader_then_takeover_after_sigkill(replicas: list[CoreAPIProcess]) -> None:
     ids = [identity(p) for p in replicas]
     assert ids[0] != ids[1]
-    holder = wait_for(lambda: lease(replicas[0])["spec"].get("holderIdentity"), 10, "a lease holder")
+    holder = eventually(lambda: lease(replicas[0])["spec"].get("holderIdentity"), 10, "a lease holder")
     assert holder in ids
     leader, follower = (replicas[0], replicas[1]) if holder == ids[0] else (replicas[1], replicas[0])
     # Both replicas see the same Lease (one etcd); only the leader's controllers start.
     first = lease(follower)
     assert first["spec"]["holderIdentity"] == holder and first["spec"]["leaseDurationSeconds"] == LEASE_DURATION
     create_ns(follower, "before-kill")
-    wait_for(lambda: has_default_sa(follower, "before-kill"), 10, "default ServiceAccount from the leader")
+    eventually(lambda: has_default_sa(follower, "before-kill"), 10, "default ServiceAccount from the leader")
     # The holder keeps renewing and nobody else takes it while it does.
-    renewed = wait_for(lambda: (o := lease(follower))["spec"]["renewTime"] != first["spec"]["renewTime"] and o, 6,
+    renewed = eventually(lambda: (o := lease(follower))["spec"]["renewTime"] != first["spec"]["renewTime"] and o, 6,
                        "a renewal")
     assert renewed["spec"]["holderIdentity"] == holder
     assert renewed["spec"]["leaseTransitions"] == first["spec"]["leaseTransitions"]
@@ -96,7 +86,7 @@ def test_one_leader_then_takeover_after_sigkill(replicas: list[CoreAPIProcess]) 
     leader.kill()  # no pre-shutdown hook: the lease stays held by a dead process until it expires
     create_ns(follower, "after-kill")
     assert not has_default_sa(follower, "after-kill")  # nobody leads yet
-    wait_for(lambda: has_default_sa(follower, "after-kill"), LEASE_DURATION + 10, "takeover")
+    eventually(lambda: has_default_sa(follower, "after-kill"), LEASE_DURATION + 10, "takeover")
     took = time.monotonic() - killed_at
     assert took >= LEASE_DURATION - 3, f"took over after {took:.1f}s, before the lease could have expired"
     assert took <= LEASE_DURATION + 8, f"took over after {took:.1f}s"
@@ -107,19 +97,19 @@ def test_one_leader_then_takeover_after_sigkill(replicas: list[CoreAPIProcess]) 
     # The new leader's controllers all work: namespace deletion finishes too.
     status, _ = follower.json("DELETE", "/api/v1/namespaces/before-kill")
     assert status == 200
-    wait_for(lambda: follower.json("GET", "/api/v1/namespaces/before-kill")[0] == 404, 15, "namespace deletion")
+    eventually(lambda: follower.json("GET", "/api/v1/namespaces/before-kill")[0] == 404, 15, "namespace deletion")
     print(f"takeover after SIGKILL: {took:.1f}s")
 
 
 def test_clean_stop_hands_the_lease_over_at_once(replicas: list[CoreAPIProcess]) -> None:
     ids = [identity(p) for p in replicas]
-    holder = wait_for(lambda: lease(replicas[0])["spec"].get("holderIdentity"), 10, "a lease holder")
+    holder = eventually(lambda: lease(replicas[0])["spec"].get("holderIdentity"), 10, "a lease holder")
     leader, follower = (replicas[0], replicas[1]) if holder == ids[0] else (replicas[1], replicas[0])
     transitions = lease(follower)["spec"]["leaseTransitions"]
     stopped_at = time.monotonic()
     leader.stop()  # SIGTERM: the manager stops first and releases the lease
     create_ns(follower, "after-stop")
-    wait_for(lambda: has_default_sa(follower, "after-stop"), 10, "takeover after a clean stop")
+    eventually(lambda: has_default_sa(follower, "after-stop"), 10, "takeover after a clean stop")
     took = time.monotonic() - stopped_at
     assert took < 6, f"a released lease was taken after {took:.1f}s"
     spec = lease(follower)["spec"]

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.coreapi_procs import CoreAPIProcess, etcd_keys
+from support.objects import create, owner_ref
 from support.procs import EtcdServer
+from support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -40,29 +41,6 @@ HOLD = "example.com/hold"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not in {timeout}s")
-        time.sleep(0.1)
-
-
-def ref(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj["metadata"]
-    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"],
-            "controller": True, "blockOwnerDeletion": True}
-
-
-def post(proc: CoreAPIProcess, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    status, out = proc.json("POST", path, body)
-    assert status == 201, out
-    return out  # type: ignore[no-any-return]
-
-
 def unhold(proc: CoreAPIProcess, path: str) -> None:
     from support.coreapi_procs import backend_request
 
@@ -78,25 +56,26 @@ def test_namespace_and_foreground_deletes_finish_after_a_crash(etcd_server: Etcd
         core.wait_ready()
         big, fg = "big", "fg"
         for ns in (big, fg):
-            post(core, "/api/v1/namespaces", {"metadata": {"name": ns}})
+            create(core, "/api/v1/namespaces", {"metadata": {"name": ns}})
 
         def make(i: int) -> None:
             path, extra = KINDS[i % len(KINDS)]
-            post(core, path.format(ns=big), {**extra, "metadata": {"name": f"o{i}"}})
+            create(core, path.format(ns=big), {**extra, "metadata": {"name": f"o{i}"}})
 
         with ThreadPoolExecutor(6) as pool:
             list(pool.map(make, range(240)))
         # One object a finalizer holds: the namespace cannot finish before the restart.
-        post(core, f"/api/v1/namespaces/{big}/configmaps", {"metadata": {"name": "held", "finalizers": [HOLD]}})
+        create(core, f"/api/v1/namespaces/{big}/configmaps", {"metadata": {"name": "held", "finalizers": [HOLD]}})
         # Deployment -> ReplicaSet -> Pod (held), and a ConfigMap dependent that does not block.
         spec = {"selector": {"matchLabels": LABELS}, "template": {"metadata": {"labels": LABELS}, "spec": POD_SPEC}}
-        dep = post(core, f"/apis/apps/v1/namespaces/{fg}/deployments", {"metadata": {"name": "web"}, "spec": spec})
-        rs = post(core, f"/apis/apps/v1/namespaces/{fg}/replicasets",
-                  {"metadata": {"name": "web-rs", "ownerReferences": [ref(dep)]}, "spec": spec})
-        post(core, f"/api/v1/namespaces/{fg}/pods",
-             {"metadata": {"name": "web-pod", "ownerReferences": [ref(rs)], "finalizers": [HOLD]}, "spec": POD_SPEC})
-        post(core, f"/api/v1/namespaces/{fg}/configmaps",
-             {"metadata": {"name": "web-cm", "ownerReferences": [{**ref(dep), "blockOwnerDeletion": False}]}})
+        dep = create(core, f"/apis/apps/v1/namespaces/{fg}/deployments", {"metadata": {"name": "web"}, "spec": spec})
+        rs = create(core, f"/apis/apps/v1/namespaces/{fg}/replicasets",
+                    {"metadata": {"name": "web-rs", "ownerReferences": [owner_ref(dep)]}, "spec": spec})
+        create(core, f"/api/v1/namespaces/{fg}/pods",
+               {"metadata": {"name": "web-pod",
+                             "ownerReferences": [owner_ref(rs)], "finalizers": [HOLD]}, "spec": POD_SPEC})
+        create(core, f"/api/v1/namespaces/{fg}/configmaps",
+               {"metadata": {"name": "web-cm", "ownerReferences": [{**owner_ref(dep), "blockOwnerDeletion": False}]}})
         services = [o for o in core.json("GET", f"/api/v1/namespaces/{big}/services")[1]["items"]]
         ips = {s["spec"]["clusterIP"] for s in services}
         assert len(services) == 30 and len(ips) == 30
@@ -108,7 +87,7 @@ def test_namespace_and_foreground_deletes_finish_after_a_crash(etcd_server: Etcd
         status, _ = core.json("DELETE", f"/api/v1/namespaces/{big}")
         assert status == 200
         # Kill as soon as the controllers have started on it: some content gone, some not.
-        in_big = wait_for(lambda: (n := len(etcd_keys(etcd_server.endpoint, f"{prefix}/")))
+        in_big = eventually(lambda: (n := len(etcd_keys(etcd_server.endpoint, f"{prefix}/")))
                           < before - 5 and n, 20, "namespace deletion under way")
         core.kill()
         left = len([k for k in etcd_keys(etcd_server.endpoint, f"{prefix}/") if f"/{big}/" in k])
@@ -120,11 +99,11 @@ def test_namespace_and_foreground_deletes_finish_after_a_crash(etcd_server: Etcd
         started = time.monotonic()
         # The finalizers' owners are done: release them. The rest is the restarted controllers' work.
         unhold(restarted, f"/api/v1/namespaces/{big}/configmaps/held")
-        wait_for(lambda: (restarted.json("GET", f"/api/v1/namespaces/{fg}/pods/web-pod")[1] or {})
+        eventually(lambda: (restarted.json("GET", f"/api/v1/namespaces/{fg}/pods/web-pod")[1] or {})
                  .get("metadata", {}).get("deletionTimestamp"), 25, "the held pod deleted in the foreground")
         unhold(restarted, f"/api/v1/namespaces/{fg}/pods/web-pod")
-        wait_for(lambda: restarted.json("GET", f"/api/v1/namespaces/{big}")[0] == 404, 60, "namespace gone")
-        wait_for(lambda: restarted.json("GET", f"/apis/apps/v1/namespaces/{fg}/deployments/web")[0] == 404, 30,
+        eventually(lambda: restarted.json("GET", f"/api/v1/namespaces/{big}")[0] == 404, 60, "namespace gone")
+        eventually(lambda: restarted.json("GET", f"/apis/apps/v1/namespaces/{fg}/deployments/web")[0] == 404, 30,
                  "foreground owner gone")
         print(f"finished {time.monotonic() - started:.1f}s after the restart")
         keys = etcd_keys(etcd_server.endpoint, f"{prefix}/")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
+from support.objects import create, gone, owner_ref
 from support.procs import ChainHandle
+from support.waiting import eventually
 from test_crds import etcd_keys
 
 pytestmark = pytest.mark.integration
@@ -37,37 +38,10 @@ spec:
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-def eventually(check: Callable[[], Any], timeout: float = 15, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(0.1)
-
-
 def apply_crd(chain: ChainHandle, group: str) -> None:
     out = chain.kubectl("apply", "-f", "-", input=WIDGET_CRD.format(group=group))
     assert f"customresourcedefinition.apiextensions.k8s.io/widgets.{group} created" in out.stdout
     chain.kubectl("wait", "--for", "condition=Established", f"crd/widgets.{group}", "--timeout=15s")
-
-
-def create(chain: ChainHandle, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    status, out = chain.json("POST", path, body)
-    assert status == 201, out
-    return out  # type: ignore[no-any-return]
-
-
-def gone(chain: ChainHandle, path: str) -> bool:
-    return chain.json("GET", path)[0] == 404
-
-
-def ref(obj: dict[str, Any], block: bool = True) -> dict[str, Any]:
-    meta = obj["metadata"]
-    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"],
-            "blockOwnerDeletion": block}
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +123,8 @@ def test_namespace_deleted_at_once_after_its_crd(chain: ChainHandle) -> None:
 def test_custom_resource_owned_by_a_configmap(chain: ChainHandle, group: str, ns: str) -> None:
     owner = create(chain, f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "cm-owner"}})
     create(chain, widgets(group, ns), {"apiVersion": f"{group}/v1", "kind": "Widget",
-                                       "metadata": {"name": "owned", "ownerReferences": [ref(owner)]}})
+                                       "metadata": {"name": "owned",
+                                                    "ownerReferences": [owner_ref(owner, controller=None)]}})
     chain.kubectl("-n", ns, "delete", "configmap", "cm-owner")
     eventually(lambda: gone(chain, f"{widgets(group, ns)}/owned"), what="widget collected")
 
@@ -158,9 +133,11 @@ def test_configmap_owned_by_a_custom_resource(chain: ChainHandle, group: str, ns
     owner = create(chain, widgets(group, ns), {"apiVersion": f"{group}/v1", "kind": "Widget",
                                                "metadata": {"name": "w-owner"}})
     create(chain, f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "owned-cm",
-                                                                      "ownerReferences": [ref(owner)]}})
+                                                                      "ownerReferences": [
+                                                                          owner_ref(owner, controller=None)]}})
     create(chain, widgets(group, ns), {"apiVersion": f"{group}/v1", "kind": "Widget",
-                                       "metadata": {"name": "owned-w", "ownerReferences": [ref(owner)]}})
+                                       "metadata": {"name": "owned-w",
+                                                    "ownerReferences": [owner_ref(owner, controller=None)]}})
     chain.kubectl("-n", ns, "delete", f"widgets.{group}", "w-owner")
     eventually(lambda: gone(chain, f"/api/v1/namespaces/{ns}/configmaps/owned-cm")
                and gone(chain, f"{widgets(group, ns)}/owned-w"), what="dependents collected")
@@ -177,7 +154,7 @@ def test_foreground_deletion_of_a_custom_resource(chain: ChainHandle, group: str
     owner = create(chain, widgets(group, ns), {"apiVersion": f"{group}/v1", "kind": "Widget",
                                                "metadata": {"name": "fg-owner"}})
     create(chain, f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {
-        "name": "fg-cm", "ownerReferences": [ref(owner)], "finalizers": ["example.com/hold"]}})
+        "name": "fg-cm", "ownerReferences": [owner_ref(owner, controller=None)], "finalizers": ["example.com/hold"]}})
     status, out = chain.json("DELETE", f"{widgets(group, ns)}/fg-owner",
                              {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"})
     assert status == 200, out
@@ -194,7 +171,8 @@ def test_foreground_deletion_of_a_custom_resource(chain: ChainHandle, group: str
     owner = create(chain, widgets(group, ns), {"apiVersion": f"{group}/v1", "kind": "Widget",
                                                "metadata": {"name": "kfg-owner"}})
     create(chain, widgets(group, ns), {"apiVersion": f"{group}/v1", "kind": "Widget",
-                                       "metadata": {"name": "kfg-dep", "ownerReferences": [ref(owner)]}})
+                                       "metadata": {"name": "kfg-dep",
+                                                    "ownerReferences": [owner_ref(owner, controller=None)]}})
     chain.kubectl("-n", ns, "delete", f"widgets.{group}", "kfg-owner", "--cascade=foreground", timeout=60)
     assert gone(chain, f"{widgets(group, ns)}/kfg-dep")
 
@@ -203,7 +181,8 @@ def test_orphan_deletion_of_a_custom_resource(chain: ChainHandle, group: str, ns
     owner = create(chain, widgets(group, ns), {"apiVersion": f"{group}/v1", "kind": "Widget",
                                                "metadata": {"name": "or-owner"}})
     create(chain, f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "or-cm",
-                                                                      "ownerReferences": [ref(owner)]}})
+                                                                      "ownerReferences": [
+                                                                          owner_ref(owner, controller=None)]}})
     out = chain.kubectl("-n", ns, "delete", f"widgets.{group}", "or-owner", "--cascade=orphan", timeout=60)
     assert f'widget.{group} "or-owner" deleted' in out.stdout
     eventually(lambda: gone(chain, f"{widgets(group, ns)}/or-owner"), what="owner gone")

@@ -102,7 +102,12 @@ def etcd_keys(chain: ChainHandle, prefix: str) -> list[str]:
             return [kv.key.decode() for kv in kvs]
         finally:
             await client.close()
-    return asyncio.run(read())
+    # A private loop: asyncio.run would leave the thread without a current loop for later tests.
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(read())
+    finally:
+        loop.close()
 
 
 def wait_for(check: Any, timeout: float = 10.0) -> Any:

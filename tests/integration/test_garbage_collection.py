@@ -4,11 +4,12 @@ dangling owners, the Job default, and references that can never resolve."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.objects import create, gone, owner_ref
 from support.procs import ChainHandle
+from support.waiting import eventually
 from test_namespace_deletion import POD, etcd_keys
 
 pytestmark = pytest.mark.integration
@@ -25,26 +26,14 @@ def ns(chain: ChainHandle) -> str:
     return NS
 
 
-def ref(obj: dict[str, Any], block: bool = True, controller: bool = True) -> dict[str, Any]:
-    meta = obj["metadata"]
-    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"],
-            "controller": controller, "blockOwnerDeletion": block}
-
-
-def create(chain: ChainHandle, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    status, out = chain.json("POST", path, body)
-    assert status == 201, out
-    return out  # type: ignore[no-any-return]
-
-
 def chain_of(chain: ChainHandle, name: str, block: bool = True) -> tuple[dict[str, Any], ...]:
     """Deployment -> ReplicaSet -> Pod, ownerReferences set by hand (no controllers for these kinds)."""
     spec = {"replicas": 1, "selector": {"matchLabels": LABELS}, "template": TEMPLATE}
     dep = create(chain, f"/apis/apps/v1/namespaces/{NS}/deployments", {"metadata": {"name": name}, "spec": spec})
     rs = create(chain, f"/apis/apps/v1/namespaces/{NS}/replicasets",
-                {"metadata": {"name": f"{name}-rs", "ownerReferences": [ref(dep, block)]}, "spec": spec})
+                {"metadata": {"name": f"{name}-rs", "ownerReferences": [owner_ref(dep, block=block)]}, "spec": spec})
     pod = create(chain, f"/api/v1/namespaces/{NS}/pods",
-                 {**POD, "metadata": {"name": f"{name}-pod", "ownerReferences": [ref(rs, block)]}})
+                 {**POD, "metadata": {"name": f"{name}-pod", "ownerReferences": [owner_ref(rs, block=block)]}})
     return dep, rs, pod
 
 
@@ -54,19 +43,6 @@ def rs_path(name: str) -> str:
 
 def pod_path(name: str) -> str:
     return f"/api/v1/namespaces/{NS}/pods/{name}-pod"
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {what}")
-
-
-def gone(chain: ChainHandle, path: str) -> bool:
-    return chain.json("GET", path)[0] == 404
 
 
 def test_background_cascade(chain: ChainHandle, ns: str) -> None:
@@ -131,10 +107,10 @@ def test_dangling_owner_references_are_collected(chain: ChainHandle, ns: str) ->
     owner = create(chain, base, {"metadata": {"name": "real-owner"}})
     ghost = {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "6b7e4c1e-0000-4000-8000-000000000001"}
     create(chain, base, {"metadata": {"name": "dangling", "ownerReferences": [ghost]}})
-    wrong_uid = {**ref(owner), "uid": "6b7e4c1e-0000-4000-8000-000000000002"}
+    wrong_uid = {**owner_ref(owner), "uid": "6b7e4c1e-0000-4000-8000-000000000002"}
     create(chain, base, {"metadata": {"name": "wrong-uid", "ownerReferences": [wrong_uid]}})
-    create(chain, base, {"metadata": {"name": "kept", "ownerReferences": [ref(owner)]}})
-    create(chain, base, {"metadata": {"name": "mixed", "ownerReferences": [ref(owner, controller=False), ghost]}})
+    create(chain, base, {"metadata": {"name": "kept", "ownerReferences": [owner_ref(owner)]}})
+    create(chain, base, {"metadata": {"name": "mixed", "ownerReferences": [owner_ref(owner, controller=False), ghost]}})
     eventually(lambda: gone(chain, f"{base}/dangling") and gone(chain, f"{base}/wrong-uid"), what="dangling collected")
 
     def mixed_pruned() -> bool:
@@ -181,7 +157,7 @@ def test_job_orphans_by_default_with_a_warning(chain: ChainHandle, ns: str) -> N
     job = create(chain, f"/apis/batch/v1/namespaces/{ns}/jobs", {"metadata": {"name": "job"}, "spec": {
         "template": {"spec": {**POD["spec"], "restartPolicy": "Never"}}}})
     create(chain, f"/api/v1/namespaces/{ns}/pods",
-           {**POD, "metadata": {"name": "job-pod", "ownerReferences": [ref(job)]}})
+           {**POD, "metadata": {"name": "job-pod", "ownerReferences": [owner_ref(job)]}})
     status, headers, _body = chain.request("DELETE", f"/apis/batch/v1/namespaces/{ns}/jobs/job")
     assert status == 200
     assert "child pods are preserved by default when jobs are deleted" in headers.get("warning", "")
@@ -192,7 +168,7 @@ def test_job_orphans_by_default_with_a_warning(chain: ChainHandle, ns: str) -> N
     job2 = create(chain, f"/apis/batch/v1/namespaces/{ns}/jobs", {"metadata": {"name": "job2"}, "spec": {
         "template": {"spec": {**POD["spec"], "restartPolicy": "Never"}}}})
     create(chain, f"/api/v1/namespaces/{ns}/pods",
-           {**POD, "metadata": {"name": "job2-pod", "ownerReferences": [ref(job2)]}})
+           {**POD, "metadata": {"name": "job2-pod", "ownerReferences": [owner_ref(job2)]}})
     out = chain.kubectl("-n", ns, "delete", "job", "job2")
     assert "Warning" not in out.stderr
     eventually(lambda: gone(chain, f"/api/v1/namespaces/{ns}/pods/job2-pod"), what="job pod collected")

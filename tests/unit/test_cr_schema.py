@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 from extensionsapi.schema import CRSchema
-from extensionsapi.schema.gofmt import go_float
+from genericapi.apimachinery.gofmt import go_float
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "crds"
 

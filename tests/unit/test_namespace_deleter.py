@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -74,26 +73,26 @@ def test_deletable_resources_pods_first() -> None:
     assert [r.plural for r in found] == ["pods", "configmaps", "deployments"]
 
 
-def test_pods_first_then_everything_and_remaining_counts() -> None:
+async def test_pods_first_then_everything_and_remaining_counts() -> None:
     clients = FakeClients({"pods": [o("p1"), o("held", finalizers=["example.com/x"])],
                            "configmaps": [o("c1"), o("c2")], "nodes": []})
     deleter = NamespaceDeleter(clients)  # type: ignore[arg-type]
     cond = ConditionUpdater()
-    totals = asyncio.run(deleter.delete_content("ns", cond))
+    totals = await deleter.delete_content("ns", cond)
     # A pod held by a finalizer stops the pass before other kinds (OrderedNamespaceDeletion).
     assert totals.remaining == {("", "pods"): 1} and totals.finalizers == {"example.com/x": 1}
     assert all(entry[0] == "pods" for entry in clients.log)
     assert all(entry[2] == "Background" for entry in clients.log)
     clients._clients["pods"].items.clear()
-    totals = asyncio.run(deleter.delete_content("ns", ConditionUpdater()))
+    totals = await deleter.delete_content("ns", ConditionUpdater())
     assert totals.remaining == {} and clients._clients["configmaps"].items == []
 
 
-def test_bound_pods_are_forced_when_their_node_is_missing() -> None:
+async def test_bound_pods_are_forced_when_their_node_is_missing() -> None:
     clients = FakeClients({"pods": [o("free"), {**o("bound"), "spec": {"nodeName": "n1"}},
                                     {**o("on-real"), "spec": {"nodeName": "real"}}],
                            "nodes": [{"metadata": {"name": "real"}}]})
-    asyncio.run(NamespaceDeleter(clients).delete_content("ns", ConditionUpdater()))  # type: ignore[arg-type]
+    await NamespaceDeleter(clients).delete_content("ns", ConditionUpdater())  # type: ignore[arg-type]
     grace = {name: g for plural, name, _p, g in clients.log if plural == "pods"}
     assert grace == {"free": None, "bound": 0, "on-real": None}
 
@@ -127,18 +126,18 @@ def test_conditions_as_kube_words_them() -> None:
                                                                             "2025-01-03T00:00:00Z")
 
 
-def test_failed_delete_is_a_content_failure() -> None:
+async def test_failed_delete_is_a_content_failure() -> None:
     clients = FakeClients({"configmaps": [o("bad", fail=True)], "nodes": []})
     cond = ConditionUpdater()
-    asyncio.run(NamespaceDeleter(clients).delete_content("ns", cond))  # type: ignore[arg-type]
+    await NamespaceDeleter(clients).delete_content("ns", cond)  # type: ignore[arg-type]
     assert cond.content_errors == ["configmaps.: boom"]
 
 
-def test_every_pass_rediscovers_and_a_failed_discovery_is_a_condition() -> None:
+async def test_every_pass_rediscovers_and_a_failed_discovery_is_a_condition() -> None:
     clients = FakeClients({"configmaps": [o("c1")], "nodes": []})
     clients.discovery_error = APIError(503, "ServiceUnavailable", "the delegate is unavailable: refused")
     cond = ConditionUpdater()
-    totals = asyncio.run(NamespaceDeleter(clients).delete_content("ns", cond))  # type: ignore[arg-type]
+    totals = await NamespaceDeleter(clients).delete_content("ns", cond)  # type: ignore[arg-type]
     # What is known still goes; the failure is recorded (and holds the namespace's finalization).
     assert clients.refreshed == 1 and clients.log == [("configmaps", "c1", "Background", None)]
     assert not totals.remaining
@@ -146,7 +145,7 @@ def test_every_pass_rediscovers_and_a_failed_discovery_is_a_condition() -> None:
         "DiscoveryFailed", "the delegate is unavailable: refused")
     clients.discovery_error = None
     again = ConditionUpdater()
-    asyncio.run(NamespaceDeleter(clients).delete_content("ns", again))  # type: ignore[arg-type]
+    await NamespaceDeleter(clients).delete_content("ns", again)  # type: ignore[arg-type]
     assert clients.refreshed == 2 and not again.failed
 
 

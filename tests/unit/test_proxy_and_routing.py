@@ -171,7 +171,7 @@ def _deliver(gw: Any, update: Any) -> None:
     gw.on_discovery(update)
 
 
-def test_routing_table_is_rebuilt_from_every_pushed_update() -> None:
+async def test_routing_table_is_rebuilt_from_every_pushed_update() -> None:
     gw = _gateway()
     _deliver(gw, _pushed(0, "core-api", {"apps": ["v1"]}, core=("v1",)))
     assert gw.table.by_group_version == {("", "v1"): 0, ("apps", "v1"): 0}

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.gofmt import go_type_name
+from genericapi.apimachinery.nested import get_path
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.tables_common import Printer
 from genericapi.registry.strategy import Strategy
@@ -99,27 +101,18 @@ class CRStrategy(Strategy):
         for path in paths[:2]:
             if not path:
                 continue
-            value = _get(obj, path)
+            value = get_path(obj, path)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 # As unstructured.NestedInt64 reports it (the value it returns alongside is 0).
                 errs.append(apierrors.invalid(path, 0, f"{path} accessor error: {_go_value(value)} is of the type "
-                                                       f"{_go_type(value)}, expected int64"))
+                                                       f"{go_type_name(value)}, expected int64"))
             elif value < 0:
                 errs.append(apierrors.invalid(path, value, "should be a non-negative integer"))
             elif value > _MAX_INT32:
                 errs.append(apierrors.invalid(path, value, f"should be less than or equal to {_MAX_INT32}"))
         return errs
-
-
-def _get(obj: dict[str, Any], path: str) -> Any:
-    cur: Any = obj
-    for part in path.strip(".").split("."):
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(part)
-    return cur
 
 
 def _go_value(value: Any) -> str:
@@ -128,15 +121,3 @@ def _go_value(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return str(value)
-
-
-def _go_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "[]interface {}"
-    return "map[string]interface {}"

@@ -18,6 +18,7 @@ from typing import Any
 
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError, GoRendered
+from genericapi.apimachinery.gofmt import field_value, json_quote, string_slice
 from genericapi.apimachinery.validation_meta import (
     name_is_dns_subdomain,
     validate_dns1035_label,
@@ -34,7 +35,6 @@ from .crdvalidation_versions import (
     validate_selectable_fields,
     validate_subresources,
 )
-from .schema.gofmt import field_value, go_string_slice
 from .schema.structural import is_structural
 from .schema.values import json_equal
 
@@ -253,14 +253,14 @@ class GoVersions(GoRendered):
 
 def validate_stored_versions(stored: list[Any] | None, versions: list[dict[str, Any]], path: str) -> list[FieldError]:
     if not stored:
-        return [errors.invalid(path, go_string_slice(None if stored is None else []),
+        return [errors.invalid(path, string_slice(None if stored is None else [], json_quote),
                                "must have at least one stored version")]
     errs: list[FieldError] = []
     remaining = {str(v): i for i, v in enumerate(stored)}
     for version in versions:
         name = version.get("name") or ""
         if version.get("storage") and name not in remaining:
-            errs.append(errors.invalid(path, go_string_slice([str(v) for v in stored]),
+            errs.append(errors.invalid(path, string_slice(stored, json_quote),
                                        "must have the storage version " + name))
         remaining.pop(name, None)
     for name, i in remaining.items():

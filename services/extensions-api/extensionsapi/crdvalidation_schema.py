@@ -15,10 +15,10 @@ from typing import Any
 
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.gofmt import field_value
 
 from .cel import compile_schema
 from .schema.embedded import validate_embedded
-from .schema.gofmt import field_value
 from .schema.prune import prune as prune_resource
 from .schema.prune import prune_value
 from .schema.structural import validate_structural

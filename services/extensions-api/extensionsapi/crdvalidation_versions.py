@@ -11,10 +11,10 @@ from urllib.parse import urlsplit
 
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.gofmt import json_quote, string_slice
 from genericapi.apimachinery.validation_meta import validate_dns1035_label, validate_dns1123_subdomain
 
 from .crdvalidation_schema import resolve_field_path
-from .schema.gofmt import go_string_slice
 
 PRINTER_COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]
 PRINTER_COLUMN_FORMATS = ["byte", "date", "date-time", "double", "float", "int32", "int64", "password"]
@@ -225,6 +225,6 @@ def _conversion_review_versions(versions: list[Any], require_recognized: bool, p
         errs.extend(errors.invalid(f"{path}[{i}]", version, m) for m in validate_dns1035_label(version))
         recognized = recognized or version in CONVERSION_REVIEW_VERSIONS
     if require_recognized and not recognized:
-        errs.append(errors.invalid(path, go_string_slice([str(v) for v in versions]),
+        errs.append(errors.invalid(path, string_slice(versions, json_quote),
                                    "must include at least one of " + ", ".join(CONVERSION_REVIEW_VERSIONS)))
     return errs

@@ -13,9 +13,8 @@ from typing import Any
 
 import orjson
 
-
-class GoRendered(str):
-    """A value already written the way Go prints it (e.g. ``[]string{"x"}``): shown as is."""
+from genericapi.apimachinery.gofmt import GoRendered as GoRendered
+from genericapi.apimachinery.gofmt import json_quote
 
 
 def _quote(value: Any) -> str:
@@ -23,7 +22,7 @@ def _quote(value: Any) -> str:
     if isinstance(value, GoRendered):
         return str(value)
     if isinstance(value, str):
-        return orjson.dumps(value).decode()
+        return json_quote(value)
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -7,23 +7,11 @@ malformed; this small scanner, run only on that error path, tells us what Go wou
 
 from __future__ import annotations
 
+from genericapi.apimachinery.gofmt import go_quote_byte
+
 
 class _Syntax(Exception):
     pass
-
-
-def _quote_char(byte: int) -> str:
-    if byte == ord("'"):
-        return "'\\''"
-    if byte == ord('"'):
-        return "'\"'"
-    char = chr(byte)
-    if char.isprintable() and byte < 0x80:
-        return f"'{char}'"
-    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f", "\x00": "\\x00"}
-    if char in escapes:
-        return f"'{escapes[char]}'"
-    return f"'\\x{byte:02x}'" if byte < 0x80 else f"'{char}'"
 
 
 class _Scanner:
@@ -34,7 +22,7 @@ class _Scanner:
     def fail(self, context: str) -> None:
         if self.pos >= len(self.data):
             raise _Syntax("unexpected end of JSON input")
-        raise _Syntax(f"invalid character {_quote_char(self.data[self.pos])} {context}")
+        raise _Syntax(f"invalid character {go_quote_byte(self.data[self.pos])} {context}")
 
     def peek(self) -> int:
         return self.data[self.pos] if self.pos < len(self.data) else -1
@@ -159,7 +147,7 @@ class _Scanner:
         word = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}[self.peek()]
         for expected in word:
             if self.peek() != expected:
-                self.fail(f"in literal {word.decode()} (expecting {_quote_char(expected)})")
+                self.fail(f"in literal {word.decode()} (expecting {go_quote_byte(expected)})")
             self.pos += 1
 
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from genericapi.apimachinery.gofmt import go_quote, string_slice
+
 # Operators as ``k8s.io/apimachinery/pkg/selection`` spells them.
 OP_IN = "in"
 OP_NOT_IN = "notin"
@@ -106,32 +108,12 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
-def _go_quote(value: str) -> str:
-    """Go's ``%q`` for the printable strings that reach these messages."""
-    out = ['"']
-    for ch in value:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def _go_value(value: Any) -> str:
     """How ``field.Invalid`` renders a bad value (``%q`` for strings, ``%#v`` for string slices)."""
     if isinstance(value, str):
-        return _go_quote(value)
+        return go_quote(value)
     if isinstance(value, (list, tuple)):
-        return "[]string{" + ", ".join(_go_quote(v) for v in value) + "}"
+        return string_slice(value)
     return str(value)
 
 
@@ -236,8 +218,8 @@ def _requirement_errors(key: str, op: str, values: Sequence[str], path: str) -> 
                 errors.append(_invalid(f"{value_path}[{i}]", value,
                                        "for 'Gt', 'Lt' operators, the value must be an integer"))
     else:
-        supported = ", ".join(_go_quote(o) for o in _VALID_OPERATORS)
-        errors.append(f"{child('operator')}: Unsupported value: {_go_quote(op)}: "
+        supported = ", ".join(go_quote(o) for o in _VALID_OPERATORS)
+        errors.append(f"{child('operator')}: Unsupported value: {go_quote(op)}: "
                       f"supported values: {supported}")
     for i, value in enumerate(values):
         value_errors = label_value_errors(value)
@@ -521,7 +503,7 @@ def from_label_selector_object(obj: Mapping[str, Any] | None) -> LabelSelector:
         operator_name = expression.get("operator", "")
         operator = _EXPRESSION_OPERATORS.get(operator_name)
         if operator is None:
-            raise LabelSelectorError(f"{_go_quote(str(operator_name))} is not a valid pod selector operator")
+            raise LabelSelectorError(f"{go_quote(str(operator_name))} is not a valid pod selector operator")
         requirements.append(new_requirement(expression.get("key", ""), operator,
                                             expression.get("values") or ()))
     return LabelSelector(requirements)

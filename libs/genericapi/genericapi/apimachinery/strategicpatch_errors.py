@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from genericapi.apimachinery import errors
+from genericapi.apimachinery import errors, gofmt
 
 BAD_JSON_DOC = "invalid JSON document"
 NO_LIST_OF_LISTS = "lists of lists are not supported"
@@ -44,23 +44,12 @@ class StrategicMergePatchError(Exception):
 
 
 def go_type_name(value: Any) -> str:
-    """``reflect.TypeOf(v).String()`` for a decoded JSON value."""
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    if isinstance(value, list):
-        return "[]interface {}"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    return "%!s(<nil>)"
+    """``reflect.TypeOf(v).String()`` as these messages print it (a nil type shows as ``%!s(<nil>)``)."""
+    return "%!s(<nil>)" if value is None else gofmt.go_type_name(value)
 
 
 def _go_float(value: float) -> str:
+    """Merge-patch messages print integral floats as integers (kept as the original port did)."""
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     if value == int(value) and abs(value) < 1e21:
@@ -76,22 +65,7 @@ def _go_float(value: float) -> str:
 
 def go_format(value: Any) -> str:
     """Go's ``%v`` of a decoded JSON value (maps print with sorted keys)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        inner = " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value))
-        return f"map[{inner}]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_format(v) for v in value) + "]"
-    return str(value)
+    return gofmt.go_v(value, float_text=_go_float)
 
 
 def go_format_s(value: Any) -> str:

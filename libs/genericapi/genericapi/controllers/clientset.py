@@ -11,7 +11,6 @@ callbacks when the served set changes (a CRD established or removed).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import ssl
@@ -24,6 +23,7 @@ from genericapi.registry.store import Store
 
 from .http import HTTPClient
 from .local import LocalClient, resource_of
+from .tasks import cancel_and_wait
 from .transport import Transport
 from .types import CONTROLLER_USER, APIResource, ResourceClient
 
@@ -191,10 +191,7 @@ class ClientSet:
 
     async def close(self) -> None:
         poller, self._poller = self._poller, None
-        if poller is not None:
-            poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poller
+        await cancel_and_wait(poller)
         if self.transport is not None:
             await self.transport.close()
 

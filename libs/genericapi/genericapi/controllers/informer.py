@@ -10,13 +10,13 @@ are shared and read-only (copy before changing one).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from genericapi.apimachinery.errors import APIError
 
+from .tasks import cancel_and_wait
 from .types import ResourceClient, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -69,10 +69,7 @@ class Informer:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         self._synced.clear()
 
     async def wait_synced(self) -> None:

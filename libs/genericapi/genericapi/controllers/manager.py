@@ -15,6 +15,7 @@ import logging
 
 from .controller import Controller
 from .leaderelection import LEASE_NAMESPACE, LeaderElector, new_identity
+from .tasks import cancel_and_wait
 from .types import ResourceClient
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,4 @@ class ControllerManager:
     async def stop(self) -> None:
         """Stop the controllers and release the lease."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)

@@ -8,24 +8,8 @@ from typing import Any
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import labels
+from genericapi.apimachinery.nested import get_path, set_path
 from genericapi.registry.store import Store
-
-
-def _get_path(obj: dict[str, Any], path: str) -> Any:
-    cur: Any = obj
-    for part in path.strip(".").split("."):
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(part)
-    return cur
-
-
-def _set_path(obj: dict[str, Any], path: str, value: Any) -> None:
-    parts = path.strip(".").split(".")
-    cur = obj
-    for part in parts[:-1]:
-        cur = cur.setdefault(part, {})
-    cur[parts[-1]] = value
 
 
 def _paths(store: Store) -> tuple[str, str, str]:
@@ -35,18 +19,18 @@ def _paths(store: Store) -> tuple[str, str, str]:
 def to_scale(store: Store, obj: dict[str, Any]) -> dict[str, Any]:
     spec_path, status_path, selector_path = _paths(store)
     meta = obj.get("metadata") or {}
-    selector = _get_path(obj, selector_path)
+    selector = get_path(obj, selector_path)
     if isinstance(selector, dict):
         selector_text = str(labels.from_label_selector_object(selector))
     else:
         selector_text = selector or ""
     scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                   if k in meta}
-    status: dict[str, Any] = {"replicas": int(_get_path(obj, status_path) or 0)}
+    status: dict[str, Any] = {"replicas": int(get_path(obj, status_path) or 0)}
     if selector_text:
         status["selector"] = selector_text
     return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
-            "spec": {"replicas": int(_get_path(obj, spec_path) or 0)}, "status": status}
+            "spec": {"replicas": int(get_path(obj, spec_path) or 0)}, "status": status}
 
 
 async def update_scale(store: Store, namespace: str, name: str,
@@ -64,7 +48,7 @@ async def update_scale(store: Store, namespace: str, name: str,
             raise apierrors.invalid_object("autoscaling", "Scale", name, [
                 apierrors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
         new = copy.deepcopy(old)
-        _set_path(new, spec_path, replicas)
+        set_path(new, spec_path, replicas)
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv:
             new["metadata"]["resourceVersion"] = rv

@@ -31,6 +31,7 @@ from typing import Any
 
 from genericapi.apimachinery.errors import APIError
 from genericapi.controllers import APIResource, ClientSet, Controller, Informer, ResourceClient, WorkQueue
+from genericapi.controllers.retry import get_or_none, update_on_conflict
 
 from .garbagecollector_graph import (
     FINALIZER_FOREGROUND,
@@ -281,12 +282,9 @@ class GarbageCollector(Controller):
         if node is None or node.virtual:
             return
         client, ns = self._locate(node.identity)
-        try:
-            latest = await client.get(ns, node.identity.name)
-        except APIError as err:
-            if err.code == 404:
-                return
-            raise
+        latest = await get_or_none(client, ns, node.identity.name)
+        if latest is None:
+            return
         if identity_of(latest).uid != uid or not deleting_with(latest, FINALIZER_ORPHAN):
             return
         failures: list[Exception] = []
@@ -316,49 +314,29 @@ class GarbageCollector(Controller):
                                 change: Any) -> None:
         """Rewrite the object's ownerReferences (``change(ref)`` -> new ref or None to drop), pinned
         to the version read so a concurrent writer is never overwritten."""
-        for _ in range(_PATCH_RETRIES):
-            try:
-                obj = await client.get(ns, name)
-            except APIError as err:
-                if err.code == 404:
-                    return
-                raise
+        def rewritten(obj: dict[str, Any]) -> dict[str, Any] | None:
             if identity_of(obj).uid != uid:
-                return
+                return None
             refs = owner_refs(obj)
             new = [n for n in (change(r) for r in refs) if n is not None]
             if new == refs:
-                return
+                return None
             rv = (obj.get("metadata") or {}).get("resourceVersion")
-            try:
-                await client.patch(ns, name, {"metadata": {"ownerReferences": new or None, "resourceVersion": rv}})
-                return
-            except APIError as err:
-                if err.code == 404:
-                    return
-                if err.code != 409:
-                    raise
-        raise APIError(409, "Conflict", f"ownerReferences of {name} kept changing")
+            return {"metadata": {"ownerReferences": new or None, "resourceVersion": rv}}
+
+        await update_on_conflict(lambda: get_or_none(client, ns, name), rewritten,
+                                 lambda patch: client.patch(ns, name, patch),
+                                 tries=_PATCH_RETRIES, conflict=f"ownerReferences of {name} kept changing")
 
     async def _remove_finalizer(self, client: ResourceClient, ns: str, name: str, uid: str, finalizer: str) -> None:
-        for _ in range(_PATCH_RETRIES):
-            try:
-                obj = await client.get(ns, name)
-            except APIError as err:
-                if err.code == 404:
-                    return
-                raise
+        def without(obj: dict[str, Any]) -> dict[str, Any] | None:
             current = finalizers(obj)
             if identity_of(obj).uid != uid or finalizer not in current:
-                return
+                return None
             rest = [f for f in current if f != finalizer]
             rv = (obj.get("metadata") or {}).get("resourceVersion")
-            try:
-                await client.patch(ns, name, {"metadata": {"finalizers": rest or None, "resourceVersion": rv}})
-                return
-            except APIError as err:
-                if err.code == 404:
-                    return
-                if err.code != 409:
-                    raise
-        raise APIError(409, "Conflict", f"finalizers of {name} kept changing")
+            return {"metadata": {"finalizers": rest or None, "resourceVersion": rv}}
+
+        await update_on_conflict(lambda: get_or_none(client, ns, name), without,
+                                 lambda patch: client.patch(ns, name, patch),
+                                 tries=_PATCH_RETRIES, conflict=f"finalizers of {name} kept changing")

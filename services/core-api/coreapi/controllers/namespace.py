@@ -30,6 +30,7 @@ from typing import Any
 
 from genericapi.apimachinery.errors import APIError
 from genericapi.controllers import APIResource, ClientSet, Controller, Informer, ResourceClient
+from genericapi.controllers.retry import get_or_none, update_on_conflict
 
 log = logging.getLogger(__name__)
 
@@ -259,12 +260,10 @@ class NamespaceController(Controller):
 
     async def reconcile(self, key: Hashable) -> None:
         name = str(key)
-        try:
-            ns = await self.ns_client.get("", name)
-        except APIError as err:
-            if err.code == 404:
-                return
-            raise
+        found = await get_or_none(self.ns_client, "", name)
+        if found is None:
+            return
+        ns = found
         meta = ns.get("metadata") or {}
         if not meta.get("deletionTimestamp"):
             return
@@ -296,27 +295,17 @@ class NamespaceController(Controller):
 
     async def _finalize(self, name: str) -> None:
         """Remove our token from spec.finalizers (retried on conflict, as retryOnConflictError)."""
-        for _ in range(10):
-            try:
-                ns = await self.ns_client.get("", name)
-            except APIError as err:
-                if err.code == 404:
-                    return
-                raise
+        def without_token(ns: dict[str, Any]) -> dict[str, Any] | None:
             current = _spec_finalizers(ns)
             if FINALIZER_TOKEN not in current:
-                return
+                return None
             new = copy.deepcopy(ns)
             new.setdefault("spec", {})["finalizers"] = sorted({f for f in current if f != FINALIZER_TOKEN})
-            try:
-                await self.ns_client.update("", name, new, subresource="finalize")
-                return
-            except APIError as err:
-                if err.code == 404:
-                    return
-                if err.code != 409:
-                    raise
-        raise APIError(409, "Conflict", f"namespace {name} kept changing while being finalized")
+            return new
+
+        await update_on_conflict(lambda: get_or_none(self.ns_client, "", name), without_token,
+                                 lambda new: self.ns_client.update("", name, new, subresource="finalize"),
+                                 tries=10, conflict=f"namespace {name} kept changing while being finalized")
 
 
 def _spec_finalizers(ns: dict[str, Any]) -> list[str]:

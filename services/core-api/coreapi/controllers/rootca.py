@@ -13,9 +13,8 @@ from collections.abc import Hashable
 from typing import Any
 
 from genericapi.apimachinery.errors import APIError
-from genericapi.controllers import ClientSet, Controller, Informer
-
-from .serviceaccounts import namespace_active, namespace_terminating
+from genericapi.controllers import ClientSet, Informer
+from genericapi.controllers.namespaces import PerNamespaceController, namespace_active, namespace_terminating
 
 CONFIGMAP_NAME = "kube-root-ca.crt"
 DESCRIPTION_ANNOTATION = "kubernetes.io/description"
@@ -25,18 +24,17 @@ DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserv
                "distributions of Kubernetes clusters.")
 
 
-class RootCAPublisher(Controller):
+class RootCAPublisher(PerNamespaceController):
     name = "root-ca-cert-publisher"
 
     def __init__(self, clients: ClientSet, root_ca: str) -> None:
-        super().__init__()
         if not root_ca.strip():
             raise ValueError("the root CA bundle is empty")
+        super().__init__(clients)
         self.root_ca = root_ca
-        self.namespaces = Informer(clients.client("", "namespaces"))
         self.configmaps = Informer(clients.client("", "configmaps"))
         self.cm_client = clients.client("", "configmaps")
-        self.informers += [self.namespaces, self.configmaps]
+        self.informers.append(self.configmaps)
         self.namespaces.add_handler(self._namespace_event)
         self.configmaps.add_handler(self._configmap_event)
 
@@ -49,14 +47,9 @@ class RootCAPublisher(Controller):
         if meta.get("name") == CONFIGMAP_NAME:  # created, changed or deleted: check it
             self.queue.add(meta.get("namespace") or "")
 
-    async def on_synced(self) -> None:
-        for ns in self.namespaces.items():
-            self.queue.add(ns["metadata"]["name"])
-
     async def reconcile(self, key: Hashable) -> None:
-        namespace = str(key)
-        ns = self.namespaces.get("", namespace)
-        if ns is None or not namespace_active(ns):
+        namespace = self.active_namespace(key)
+        if namespace is None:
             return
         data = {"ca.crt": self.root_ca}
         current = self.configmaps.get(namespace, CONFIGMAP_NAME)

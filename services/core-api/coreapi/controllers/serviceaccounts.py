@@ -12,34 +12,21 @@ from collections.abc import Hashable
 from typing import Any
 
 from genericapi.apimachinery.errors import APIError
-from genericapi.controllers import ClientSet, Controller, Informer
+from genericapi.controllers import ClientSet, Informer
+from genericapi.controllers.namespaces import PerNamespaceController, namespace_terminating
 
 #: The accounts every namespace gets.
 SERVICE_ACCOUNTS = ("default",)
 
 
-def namespace_active(ns: dict[str, Any]) -> bool:
-    """Active: not being deleted (phase Active; a namespace stored before defaulting has none)."""
-    if (ns.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    return (ns.get("status") or {}).get("phase", "Active") in ("Active", "")
-
-
-def namespace_terminating(err: APIError) -> bool:
-    """A create refused because the namespace is being deleted (NamespaceLifecycle admission)."""
-    causes = (err.details or {}).get("causes") or []
-    return err.code == 403 and any(c.get("reason") == "NamespaceTerminating" for c in causes)
-
-
-class ServiceAccountsController(Controller):
+class ServiceAccountsController(PerNamespaceController):
     name = "serviceaccount"
 
     def __init__(self, clients: ClientSet) -> None:
-        super().__init__()
-        self.namespaces = Informer(clients.client("", "namespaces"))
+        super().__init__(clients)
         self.accounts = Informer(clients.client("", "serviceaccounts"))
         self.sa_client = clients.client("", "serviceaccounts")
-        self.informers += [self.namespaces, self.accounts]
+        self.informers.append(self.accounts)
         self.namespaces.add_handler(self._namespace_event)
         self.accounts.add_handler(self._account_event)
 
@@ -52,14 +39,9 @@ class ServiceAccountsController(Controller):
         if etype == "DELETED" and meta.get("name") in SERVICE_ACCOUNTS:
             self.queue.add(meta.get("namespace") or "")
 
-    async def on_synced(self) -> None:
-        for ns in self.namespaces.items():
-            self.queue.add(ns["metadata"]["name"])
-
     async def reconcile(self, key: Hashable) -> None:
-        namespace = str(key)
-        ns = self.namespaces.get("", namespace)
-        if ns is None or not namespace_active(ns):
+        namespace = self.active_namespace(key)
+        if namespace is None:
             return
         failures: list[APIError] = []
         for name in SERVICE_ACCOUNTS:

@@ -2,7 +2,8 @@
 
 ``field.Invalid`` with a struct (a selector, an IntOrString, a label map) prints the value with
 ``%#v``, e.g. ``v1.LabelSelector{MatchLabels:map[string]string{"app":"web"}, ...}``; clients
-show that text, so it is rebuilt here from the plain-dict objects.
+show that text, so it is rebuilt here from the plain-dict objects
+(the primitives — strings, slices, maps — come from ``genericapi.apimachinery.gofmt``).
 """
 
 from __future__ import annotations
@@ -10,41 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from genericapi.apimachinery.errors import GoRendered
-
-
-def go_string(value: str) -> str:
-    """Go's ``%q`` for the strings that reach these messages."""
-    out = ['"']
-    for ch in value:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def string_map(value: Mapping[str, Any] | None) -> str:
-    """``map[string]string{...}`` with sorted keys, or ``map[string]string(nil)``."""
-    if value is None:
-        return "map[string]string(nil)"
-    items = ", ".join(f"{go_string(str(k))}:{go_string(str(value[k]))}" for k in sorted(value))
-    return "map[string]string{" + items + "}"
-
-
-def string_slice(value: list[Any] | None) -> str:
-    if value is None:
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(go_string(str(v)) for v in value) + "}"
+from genericapi.apimachinery.gofmt import GoRendered, go_quote, string_map, string_slice
 
 
 def label_selector(selector: Mapping[str, Any] | None) -> GoRendered:
@@ -59,8 +26,8 @@ def label_selector(selector: Mapping[str, Any] | None) -> GoRendered:
         parts = []
         for expr in expressions:
             expr = expr if isinstance(expr, Mapping) else {}
-            parts.append("v1.LabelSelectorRequirement{Key:" + go_string(str(expr.get("key", "")))
-                         + ", Operator:" + go_string(str(expr.get("operator", "")))
+            parts.append("v1.LabelSelectorRequirement{Key:" + go_quote(str(expr.get("key", "")))
+                         + ", Operator:" + go_quote(str(expr.get("operator", "")))
                          + ", Values:" + string_slice(expr.get("values")) + "}")
         exprs = "[]v1.LabelSelectorRequirement{" + ", ".join(parts) + "}"
     return GoRendered(f"v1.LabelSelector{{MatchLabels:{string_map(labels)}, MatchExpressions:{exprs}}}")
@@ -69,14 +36,14 @@ def label_selector(selector: Mapping[str, Any] | None) -> GoRendered:
 def int_or_string(value: Any) -> GoRendered:
     """An ``intstr.IntOrString`` as ``%#v`` prints it."""
     if isinstance(value, str):
-        return GoRendered(f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_string(value)}}}")
+        return GoRendered(f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}")
     number = value if isinstance(value, int) and not isinstance(value, bool) else 0
     return GoRendered(f'intstr.IntOrString{{Type:0, IntVal:{number}, StrVal:""}}')
 
 
 def labels_value(labels: Mapping[str, Any] | None) -> GoRendered:
     """A label map as the value of a field error."""
-    return GoRendered(string_map(labels))
+    return string_map(labels)
 
 
 def statefulset_rolling_update(rolling: Any) -> GoRendered:

@@ -13,6 +13,7 @@ from typing import Any
 
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError, GoRendered
+from genericapi.apimachinery.gofmt import go_quote, string_slice
 from genericapi.apimachinery.validation_meta import (
     validate_dns1123_label,
     validate_dns1123_subdomain,
@@ -20,7 +21,7 @@ from genericapi.apimachinery.validation_meta import (
     validate_qualified_name,
 )
 
-from . import gorepr, names
+from . import names
 
 _TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 _AFFINITIES = ("ClientIP", "None")
@@ -40,11 +41,11 @@ def _strs(value: Any) -> list[str]:
 
 
 def _ips(value: list[str]) -> GoRendered:
-    return GoRendered(gorepr.string_slice(value))
+    return string_slice(value)
 
 
 def _families(value: list[str]) -> GoRendered:
-    return GoRendered("[]core.IPFamily{" + ", ".join(gorepr.go_string(v) for v in value) + "}")
+    return GoRendered("[]core.IPFamily{" + ", ".join(go_quote(v) for v in value) + "}")
 
 
 def _headless(spec: Mapping[str, Any]) -> bool:
@@ -61,7 +62,7 @@ def _is_ip(value: str) -> bool:
 
 def _service_port_key(port: Mapping[str, Any]) -> GoRendered:
     """``core.ServicePort{Protocol, Port}`` as the duplicate-port error prints it."""
-    return GoRendered(f'core.ServicePort{{Name:"", Protocol:{gorepr.go_string(str(port.get("protocol") or ""))}, '
+    return GoRendered(f'core.ServicePort{{Name:"", Protocol:{go_quote(str(port.get("protocol") or ""))}, '
                       f'AppProtocol:(*string)(nil), Port:{port.get("port") or 0}, '
                       f'TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:""}}, NodePort:0}}')
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cel as celrust
-import orjson
 from genericapi.apimachinery.errors import FieldError, GoRendered, invalid, not_supported, required
+from genericapi.apimachinery.gofmt import json_quote
 
 from extensionsapi.cel import checks, typecheck
 from extensionsapi.cel.fieldpath import FieldPathError, valid_field_path
@@ -57,20 +57,16 @@ class RuleNode:
     items: RuleNode | None = None
 
 
-def _go_quote(s: str) -> str:
-    return orjson.dumps(s).decode()
-
-
 def render_rule(rule: dict[str, Any]) -> GoRendered:
     """The rule as Go's ``%#v`` prints ``apiextensions.ValidationRule`` (pointer fields print an address)."""
     reason = ("(*apiextensions.FieldValueErrorReason)(nil)" if rule.get("reason") is None
               else "(*apiextensions.FieldValueErrorReason)(0xc000000000)")
     optional = "(*bool)(nil)" if rule.get("optionalOldSelf") is None else "(*bool)(0xc000000000)"
     return GoRendered(
-        f"apiextensions.ValidationRule{{Rule:{_go_quote(str(rule.get('rule') or ''))}, "
-        f"Message:{_go_quote(str(rule.get('message') or ''))}, "
-        f"MessageExpression:{_go_quote(str(rule.get('messageExpression') or ''))}, Reason:{reason}, "
-        f"FieldPath:{_go_quote(str(rule.get('fieldPath') or ''))}, OptionalOldSelf:{optional}}}")
+        f"apiextensions.ValidationRule{{Rule:{json_quote(str(rule.get('rule') or ''))}, "
+        f"Message:{json_quote(str(rule.get('message') or ''))}, "
+        f"MessageExpression:{json_quote(str(rule.get('messageExpression') or ''))}, Reason:{reason}, "
+        f"FieldPath:{json_quote(str(rule.get('fieldPath') or ''))}, OptionalOldSelf:{optional}}}")
 
 
 def _syntax_error(src: str) -> str | None:

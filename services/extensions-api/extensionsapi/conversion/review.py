@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
+from genericapi.apimachinery.gofmt import go_type_name
 from genericapi.apimachinery.validation_meta import validate_annotations, validate_labels
 
 GROUP = "apiextensions.k8s.io"
@@ -144,22 +145,6 @@ def check_identity(original: dict[str, Any], converted: dict[str, Any]) -> None:
             raise ReviewError(f"must have the same {what}: {want or ''} != {got or ''}")
 
 
-def _go_type(value: Any) -> str:
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, list):
-        return "[]interface {}"
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    return "<nil>"
-
-
 def restore_metadata(original: dict[str, Any], converted: dict[str, Any]) -> dict[str, Any]:
     """``restoreObjectMeta``: the original metadata, with the webhook's labels and annotations.
 
@@ -173,10 +158,10 @@ def restore_metadata(original: dict[str, Any], converted: dict[str, Any]) -> dic
         raise ReviewError("missing metadata in converted object")
     conv_meta = converted["metadata"]
     if not isinstance(conv_meta, dict):
-        raise ReviewError(f"invalid metadata of type {_go_type(conv_meta)} in converted object")
+        raise ReviewError(f"invalid metadata of type {go_type_name(conv_meta)} in converted object")
     orig_meta = original.get("metadata", {}) if has_original else {}
     if not isinstance(orig_meta, dict):
-        raise ReviewError(f"invalid metadata of type {_go_type(orig_meta)} in input object")
+        raise ReviewError(f"invalid metadata of type {go_type_name(orig_meta)} in input object")
     result_meta = copy.deepcopy(orig_meta)
     for fld, path in (("labels", "metadata.labels"), ("annotations", "metadata.annotation")):
         new = conv_meta.get(fld)
@@ -184,13 +169,13 @@ def restore_metadata(original: dict[str, Any], converted: dict[str, Any]) -> dic
             result_meta.pop(fld, None)
             continue
         if not isinstance(new, dict):
-            raise ReviewError(f"invalid metadata.{fld} of type {_go_type(new)} in converted object")
+            raise ReviewError(f"invalid metadata.{fld} of type {go_type_name(new)} in converted object")
         old_doc = orig_meta.get(fld)
         old: dict[str, Any] = old_doc if isinstance(old_doc, dict) else {}
         changed = len(old) != len(new)
         for k, v in new.items():
             if not isinstance(v, str):
-                raise ReviewError(f"metadata.{fld}[{k}] must be a string, but is {_go_type(v)} in converted object")
+                raise ReviewError(f"metadata.{fld}[{k}] must be a string, but is {go_type_name(v)} in converted object")
             if old.get(k) != v:
                 changed = True
         if changed:

@@ -11,9 +11,8 @@ from typing import Any
 
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.gofmt import field_value
 from genericapi.apimachinery.validation_meta import name_is_path_segment, validate_dns1035_label, validate_object_meta
-
-from .gofmt import field_value
 
 _META_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,), "generateName": (str,), "namespace": (str,), "selfLink": (str,), "uid": (str,),

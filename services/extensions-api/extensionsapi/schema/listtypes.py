@@ -13,8 +13,7 @@ from typing import Any
 import orjson
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError
-
-from .gofmt import field_value
+from genericapi.apimachinery.gofmt import field_value
 
 _UNSPECIFIED = object()
 

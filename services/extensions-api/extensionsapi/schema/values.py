@@ -17,9 +17,9 @@ from typing import Any
 
 from genericapi.apimachinery import errors
 from genericapi.apimachinery.errors import FieldError
+from genericapi.apimachinery.gofmt import field_value, go_float, go_v, json_quote
 
 from .formats import effective_format, string_format_check
-from .gofmt import field_value, go_float, go_quote, go_v
 from .regex import PatternError, compile_pattern
 
 IN = "body"
@@ -101,7 +101,7 @@ def node_types(node: dict[str, Any]) -> list[str]:
 
 
 def invalid_type(name: str, type_name: str, value: str) -> OpenAPIError:
-    return OpenAPIError(INVALID_TYPE, name, _in(name, f"must be of type {type_name}: {go_quote(value)}"), value)
+    return OpenAPIError(INVALID_TYPE, name, _in(name, f"must be of type {type_name}: {json_quote(value)}"), value)
 
 
 def _check_type(node: dict[str, Any], data: Any, path: str) -> Result:
@@ -150,7 +150,7 @@ def _check_format(fmt: str, data: str, path: str) -> Result | None:
     check = string_format_check(fmt)
     if check is None or check(data):
         return None
-    return Result([OpenAPIError(INVALID_TYPE, path, _in(path, f"must be of type {fmt}: {go_quote(data)}"), data)])
+    return Result([OpenAPIError(INVALID_TYPE, path, _in(path, f"must be of type {fmt}: {json_quote(data)}"), data)])
 
 
 def _is_json_integer(value: float) -> bool:
@@ -298,7 +298,7 @@ def _check_junctors(node: dict[str, Any], data: Any, path: str) -> Result:
             if best is None or result.match_count > best.match_count:
                 best = result
         if first_success is None:
-            main.add(_composite(f"{go_quote(path)} must validate at least one schema (anyOf)"))
+            main.add(_composite(f"{json_quote(path)} must validate at least one schema (anyOf)"))
         main.merge(best if best is not None else first_success)
     one_of = node.get("oneOf")
     if isinstance(one_of, list) and one_of:
@@ -316,7 +316,7 @@ def _check_junctors(node: dict[str, Any], data: Any, path: str) -> Result:
                 best = result
         if validated != 1:
             extra = "Found none valid" if validated == 0 else f"Found {validated} valid alternatives"
-            main.add(_composite(f"{go_quote(path)} must validate one and only one schema (oneOf). {extra}"))
+            main.add(_composite(f"{json_quote(path)} must validate one and only one schema (oneOf). {extra}"))
             main.merge(best)
         else:
             main.merge(first_success)
@@ -329,10 +329,10 @@ def _check_junctors(node: dict[str, Any], data: Any, path: str) -> Result:
             main.merge(result)
         if passed != len(all_of):
             extra = ". None validated" if passed == 0 else ""
-            main.add(_composite(f"{go_quote(path)} must validate all the schemas (allOf){extra}"))
+            main.add(_composite(f"{json_quote(path)} must validate all the schemas (allOf){extra}"))
     not_schema = node.get("not")
     if isinstance(not_schema, dict) and validate_value(not_schema, data, path).valid:
-        main.add(_composite(f"{go_quote(path)} must not validate the schema (not)"))
+        main.add(_composite(f"{json_quote(path)} must not validate the schema (not)"))
     main.match_count += 1
     return main
 
