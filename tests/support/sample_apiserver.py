@@ -7,6 +7,11 @@ Run as its own process (``python tests/support/sample_apiserver.py --port N --ce
 signed by ``--requestheader-ca`` with an allowed common name (the gateway's proxy client), as
 kube's sample-apiserver does; anyone else is ``system:anonymous`` and gets 401 on the API.
 
+It serves OpenAPI as an aggregated server does (``sample_openapi``): ``/openapi/v2`` with an ETag
+(``If-None-Match`` answered 304), the ``/openapi/v3`` index and the hashed group-version document.
+``--version`` picks the version it serves (default ``v1alpha1``); ``--openapi invalid`` makes both
+OpenAPI endpoints answer 200 with a body that is not JSON (a broken backend for the gateway tests).
+
 What tests can observe: a created flunder carries annotations naming the user that created it
 (``wardle.example.com/created-by``) and every ``X-Remote-User`` header value the request carried
 (``wardle.example.com/remote-user-headers``, a JSON list), so a forged header would show there.
@@ -33,29 +38,23 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from genericapi.server.tls import ClientCertProtocol, peer_identity
 from starlette.types import Receive, Scope, Send
 
-GROUP = "wardle.example.com"
-VERSION = "v1alpha1"
-GV = f"{GROUP}/{VERSION}"
+from support.sample_openapi import GROUP, Documents
+
 CREATED_BY = "wardle.example.com/created-by"
 REMOTE_USER_HEADERS = "wardle.example.com/remote-user-headers"
+#: What ``--openapi invalid`` serves: a 200 whose body is cut-off JSON.
+BROKEN_OPENAPI = b'{"swagger": "2.0", "paths": {'
 
-RESOURCE_LIST = {
-    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV,
-    "resources": [{"name": "flunders", "singularName": "flunder", "namespaced": True, "kind": "Flunder",
-                   "verbs": ["create", "delete", "get", "list"], "shortNames": ["fl"]}],
-}
-GROUP_DOC = {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
-             "versions": [{"groupVersion": GV, "version": VERSION}],
-             "preferredVersion": {"groupVersion": GV, "version": VERSION}}
-OPENAPI_V2 = {
-    "swagger": "2.0", "info": {"title": "wardle", "version": VERSION}, "paths": {},
-    "definitions": {"com.example.wardle.v1alpha1.Flunder": {
-        "type": "object",
-        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                       "metadata": {"type": "object"}, "spec": {"type": "object"}},
-        "x-kubernetes-group-version-kind": [{"group": GROUP, "version": VERSION, "kind": "Flunder"}],
-    }},
-}
+
+def resource_list(gv: str) -> dict[str, Any]:
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+            "resources": [{"name": "flunders", "singularName": "flunder", "namespaced": True, "kind": "Flunder",
+                           "verbs": ["create", "delete", "get", "list"], "shortNames": ["fl"]}]}
+
+
+def group_doc(version: str) -> dict[str, Any]:
+    gv = {"groupVersion": f"{GROUP}/{version}", "version": version}
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP, "versions": [gv], "preferredVersion": gv}
 
 
 # -- credentials ------------------------------------------------------------------------------
@@ -94,8 +93,12 @@ def write_credentials(directory: Path, service: str, namespace: str) -> tuple[Pa
 
 # -- the API ----------------------------------------------------------------------------------
 class Wardle:
-    def __init__(self, allowed_names: frozenset[str]) -> None:
+    def __init__(self, allowed_names: frozenset[str], version: str = "v1alpha1", openapi: str = "valid") -> None:
         self.allowed = allowed_names
+        self.version = version
+        self.gv = f"{GROUP}/{version}"
+        self.openapi = Documents.build(version)
+        self.broken_openapi = openapi == "invalid"
         self.flunders: dict[tuple[str, str], dict[str, Any]] = {}
         self.revision = itertools.count(1)
 
@@ -115,30 +118,48 @@ class Wardle:
             body += msg.get("body", b"")
             if not msg.get("more_body"):
                 break
-        status, doc = self.serve(scope, body)
-        data = json.dumps(doc).encode()
+        raw = self.serve_openapi(scope)
+        if raw is None:
+            status, doc = self.serve(scope, body)
+            raw = status, json.dumps(doc).encode(), []
+        status, data, extra = raw
         await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                                *extra]})
         await send({"type": "http.response.body", "body": data})
+
+    def serve_openapi(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
+        """``/openapi/v2``, ``/openapi/v3`` and the v3 group-version document; None for other paths."""
+        path = scope["path"].rstrip("/")
+        docs = self.openapi
+        if path not in ("/openapi/v2", "/openapi/v3", f"/openapi/v3/{docs.v3_key}") or scope["method"] != "GET":
+            return None
+        if self.broken_openapi:
+            return 200, BROKEN_OPENAPI, []
+        if path == "/openapi/v3":
+            return 200, docs.v3_index, []
+        data, etag = (docs.v2, docs.v2_etag) if path == "/openapi/v2" else (docs.v3, f'"{docs.v3_hash}"')
+        if any(k.lower() == b"if-none-match" and v.decode("latin-1") == etag for k, v in scope["headers"]):
+            return 304, b"", [(b"etag", etag.encode())]
+        return 200, data, [(b"etag", etag.encode())]
 
     def serve(self, scope: Scope, body: bytes) -> tuple[int, Any]:
         path = scope["path"].rstrip("/")
         method = scope["method"]
         if path in ("/healthz", "/readyz", "/livez"):
             return 200, "ok"
-        if path == "/openapi/v2":
-            return 200, OPENAPI_V2
         user = self._user(scope)
         if user == "system:anonymous":
             return 401, _status(401, "Unauthorized", "Unauthorized")
+        gv = self.gv
         if path == "/apis":
-            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [GROUP_DOC]}
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group_doc(self.version)]}
         if path == f"/apis/{GROUP}":
-            return 200, GROUP_DOC
-        if path == f"/apis/{GV}":
-            return 200, RESOURCE_LIST
+            return 200, group_doc(self.version)
+        if path == f"/apis/{gv}":
+            return 200, resource_list(gv)
         parts = path.split("/")[4:]  # after /apis/<group>/<version>
-        if not path.startswith(f"/apis/{GV}/") or not parts:
+        if not path.startswith(f"/apis/{gv}/") or not parts:
             return 404, _status(404, "NotFound", "the server could not find the requested resource")
         namespace = ""
         if parts[0] == "namespaces" and len(parts) >= 3:
@@ -148,7 +169,7 @@ class Wardle:
         name = parts[1] if len(parts) > 1 else ""
         if not name and method == "GET":
             items = [o for (ns, _n), o in sorted(self.flunders.items()) if not namespace or ns == namespace]
-            return 200, {"kind": "FlunderList", "apiVersion": GV, "metadata": {"resourceVersion": "1"},
+            return 200, {"kind": "FlunderList", "apiVersion": gv, "metadata": {"resourceVersion": "1"},
                          "items": items}
         if not name and method == "POST" and namespace:
             return self._create(scope, namespace, body, user)
@@ -172,7 +193,7 @@ class Wardle:
         meta.update(namespace=namespace, uid=str(uuid.uuid4()), resourceVersion=str(next(self.revision)),
                     creationTimestamp=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         meta.setdefault("annotations", {}).update({CREATED_BY: user, REMOTE_USER_HEADERS: json.dumps(seen)})
-        obj.update(apiVersion=GV, kind="Flunder")
+        obj.update(apiVersion=self.gv, kind="Flunder")
         self.flunders[(namespace, name)] = obj
         return 201, obj
 
@@ -194,11 +215,14 @@ def main() -> None:
     parser.add_argument("--namespace", default="wardle")
     parser.add_argument("--requestheader-ca", required=True, help="CA of the gateway's proxy client certificate")
     parser.add_argument("--requestheader-allowed-names", default="front-proxy-client")
+    parser.add_argument("--version", default="v1alpha1", help="the version of wardle.example.com served")
+    parser.add_argument("--openapi", choices=("valid", "invalid"), default="valid",
+                        help="invalid: /openapi/v2 and /openapi/v3 answer 200 with a body that is not JSON")
     args = parser.parse_args()
     cert_dir = Path(args.cert_dir)
     if not (cert_dir / "tls.crt").exists():
         write_credentials(cert_dir, args.service, args.namespace)
-    app = Wardle(frozenset(n for n in args.requestheader_allowed_names.split(",") if n))
+    app = Wardle(frozenset(n for n in args.requestheader_allowed_names.split(",") if n), args.version, args.openapi)
     config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning", lifespan="off",
                             ssl_certfile=str(cert_dir / "tls.crt"), ssl_keyfile=str(cert_dir / "tls.key"),
                             ssl_ca_certs=args.requestheader_ca, ssl_cert_reqs=ssl.CERT_OPTIONAL,

@@ -4,9 +4,12 @@ kubectl up to 1.28 reads the whole OpenAPI v2 document (``kubectl explain``, cli
 validation), JSON or gnostic protobuf. Each member serves only its own part (core-api the
 built-ins, extensions-api the CRDs), so the gateway fetches every member's document, merges
 paths and definitions (the first member in chain order wins a name, as it wins a group-version),
-adds its own APIService group, and keeps the result until a member's streamed discovery
-generation changes (a CRD added, changed or removed republishes the member's discovery).
-While a member's stream has not delivered yet nothing is cached: the next request merges again.
+adds its own APIService group, then merges the documents of service-backed APIServices the way
+kube-aggregator does (``apiservices/openapi_specmerge``: their paths where free, definitions
+renamed on conflict), and keeps the result until a member's streamed discovery generation changes
+(a CRD added, changed or removed republishes the member's discovery) or a service-backed
+document changes. While a member's stream has not delivered yet nothing is cached: the next
+request merges again.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from genericapi.apimachinery import openapi
 from genericapi.apimachinery.openapi_proto import openapi_v2_to_protobuf
+
+from .apiservices.openapi_specmerge import merge_ignoring_path_conflicts
 
 #: Sections merged name by name; the rest (swagger, info) come from the first document.
 MERGED_SECTIONS = ("paths", "definitions", "securityDefinitions", "parameters", "responses")
@@ -28,6 +33,14 @@ MERGED_SECTIONS = ("paths", "definitions", "securityDefinitions", "parameters", 
 Fetcher = Callable[[], Awaitable[list[bytes | None]]]
 #: Extra documents (the gateway's own APIService group), merged after the members'.
 ExtraSource = Callable[[], Awaitable[list[dict[str, Any]]]]
+
+
+class ServiceSpecs(Protocol):
+    """Service-backed APIServices' documents (``apiservices.openapi_aggregation``)."""
+
+    generation: int
+
+    def ordered_v2(self) -> list[dict[str, Any]]: ...
 
 
 def merge_documents(docs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -67,8 +80,10 @@ class MergedV2:
 class OpenAPIV2Cache:
     """The merged document for the current generation key (None key: never cached)."""
 
-    def __init__(self, fetch: Fetcher, extra: ExtraSource | None = None, max_age: float = 30.0) -> None:
+    def __init__(self, fetch: Fetcher, extra: ExtraSource | None = None, max_age: float = 30.0,
+                 services: Callable[[], ServiceSpecs | None] | None = None) -> None:
         self._fetch = fetch
+        self._services = services
         #: A CRD's schema can change without changing its member's discovery: rebuild at least this often.
         self._max_age = max_age
         self._built = 0.0
@@ -84,18 +99,21 @@ class OpenAPIV2Cache:
             and time.monotonic() - self._built < self._max_age
 
     async def get(self, key: tuple[Any, ...] | None) -> MergedV2 | None:
+        specs = self._services() if self._services is not None else None
+        if key is not None and specs is not None:
+            key = (*key, ("apiservices", specs.generation))
         if self._fresh(key):
             return self._value
         async with self._lock:
             if self._fresh(key):
                 return self._value
             started = time.monotonic()
-            value, complete = await self._build()
+            value, complete = await self._build(specs)
             if key is not None and value is not None and complete:
                 self._key, self._value, self._built = key, value, started
             return value
 
-    async def _build(self) -> tuple[MergedV2 | None, bool]:
+    async def _build(self, specs: ServiceSpecs | None = None) -> tuple[MergedV2 | None, bool]:
         """The merged document, and whether every member contributed (only then is it cached)."""
         bodies = await self._fetch()
         docs: list[dict[str, Any]] = []
@@ -116,6 +134,8 @@ class OpenAPIV2Cache:
         merged = merge_documents(docs)
         if merged is None:
             return None, False
+        for service_doc in specs.ordered_v2() if specs is not None else []:
+            merge_ignoring_path_conflicts(merged, service_doc)
         data = await asyncio.to_thread(openapi.serialize_openapi, merged)
         self.builds += 1
         return MergedV2(merged, data, openapi.openapi_etag(data)), complete

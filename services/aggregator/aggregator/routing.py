@@ -16,6 +16,10 @@ class RoutingTable:
     by_group_version: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def upstreams(self, path: str) -> list[str]:
+        return list(self.members[self.member_index(path)]) if self.members else []
+
+    def member_index(self, path: str) -> int:
+        """The chain member serving ``path`` (0, the first, for anything not known)."""
         if path.startswith("/openapi/v3/"):
             path = path[len("/openapi/v3"):]  # a group-version's OpenAPI document: its member's
         parts = path.split("/", 5)
@@ -24,5 +28,4 @@ class RoutingTable:
             gv = ("", parts[2])
         elif len(parts) > 3 and parts[1] == "apis":
             gv = (parts[2], parts[3])
-        index = self.by_group_version.get(gv, 0) if gv else 0
-        return list(self.members[index]) if self.members else []
+        return self.by_group_version.get(gv, 0) if gv else 0

@@ -79,12 +79,17 @@ class Gateway:
                                   drop_headers=("authorization",))
         #: The members' discovery and health streams (set by ``run`` with ``--member-grpc``).
         self.control: ControlChannel | None = None
-        self.openapi_v2 = openapi_merge.OpenAPIV2Cache(self._fetch_openapi_v2, self._extra_openapi_v2)
+        self.openapi_v2 = openapi_merge.OpenAPIV2Cache(
+            self._fetch_openapi_v2, self._extra_openapi_v2,
+            services=lambda: self.apiservices.openapi if self.apiservices is not None else None)
         #: APIServices: our own group, service-backed routes, their discovery (set by ``run``).
         self.apiservices: APIServiceLayer | None = None
 
     def _pick(self, scope: Scope) -> list[str]:
-        return self.table.upstreams(scope["path"])
+        if self.control is None or not self.table.members:
+            return self.table.upstreams(scope["path"])
+        index = self.table.member_index(scope["path"])
+        return self.control.serving_upstreams(index, self.table.members[index])
 
     def _user_headers(self, scope: Scope) -> list[tuple[str, str]]:
         user = scope.get("kubechain.user")

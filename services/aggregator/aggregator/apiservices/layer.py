@@ -5,6 +5,8 @@ the shared machinery (verbs, watch, status, tables, OpenAPI). Every replica foll
 with an informer and rebuilds the service-backed routes from them (``routes``), and follows
 Services/EndpointSlices (``ClusterServiceView``) to resolve them. The leader of the
 ``kube-system/kube-aggregator`` Lease runs the auto-registration and availability controllers.
+Every replica also keeps the OpenAPI documents of service-backed APIServices (``openapi_aggregation``):
+merged into the gateway's ``/openapi/v2``, listed in its ``/openapi/v3`` index and proxied from there.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from starlette.types import Receive, Scope, Send
 from . import discovery
 from .autoregister import AutoRegisterController, BuiltinSource
 from .availability import AvailabilityController, HTTPProber
+from .openapi_aggregation import OpenAPIAggregation
 from .routes import HeaderSource, ServiceRoutes, build_routes, proxy_request
 from .strategy import APIServiceStrategy
 from .tls import probe_context
@@ -65,6 +68,8 @@ class LayerConfig:
     #: Seconds between availability rechecks of service-backed APIServices (kube: 30).
     recheck_interval: float = 10.0
     controllers: bool = True
+    #: Seconds between downloads of a service-backed APIService's OpenAPI after a success (kube: 60).
+    openapi_refresh: float = 60.0
 
 
 class APIServiceLayer:
@@ -83,6 +88,7 @@ class APIServiceLayer:
         self.view = ClusterServiceView(self.server.etcd, config.etcd_prefix)
         self.resolver = ServiceResolver(self.view)
         self.routes = ServiceRoutes()
+        self.openapi = OpenAPIAggregation(lambda: self.routes, self.resolver, interval=config.openapi_refresh)
         self._cert = proxy_client_cert
         self._header_source = header_source
         self._fetched: dict[str, dict[str, Any]] = {}
@@ -109,6 +115,7 @@ class APIServiceLayer:
         await self.server.start()
         await self.view.start()
         await self.informer.start()
+        self.openapi.start()
         if self.manager is not None:
             await self.manager.start()
 
@@ -116,6 +123,7 @@ class APIServiceLayer:
         if self.manager is not None:
             await self.manager.stop()
         await self.informer.stop()
+        await self.openapi.stop()
         for task in list(self._tasks):
             task.cancel()
         await self.view.stop()
@@ -148,6 +156,7 @@ class APIServiceLayer:
         self._rebuild_pending = False
         table, dropped = build_routes(self.informer.items(), self.routes, self._cert, self._header_source)
         self.routes = table
+        self.openapi.sync(self.informer.items(), table)
         for proxy in dropped:
             self._spawn(_close_later(proxy))
         names = {r.name for r in table.by_group_version.values()}
@@ -180,6 +189,10 @@ class APIServiceLayer:
             await response(scope, receive, send)
             return True
         route = self.routes.route_for(path)
+        if route is None and path.startswith("/openapi/v3/") and scope["method"] in ("GET", "HEAD"):
+            key = path[len("/openapi/v3/"):].strip("/")
+            if self.openapi.serves_v3(key):
+                route = self.routes.route_for("/" + key)  # the backend serves its own v3 documents
         if route is not None:
             recheck = self.availability.recheck if self.availability is not None else None
             await proxy_request(route, self.resolver, scope, receive, send, recheck)
@@ -222,7 +235,7 @@ class APIServiceLayer:
         return orjson.dumps(doc)
 
     async def decorate_openapi_index(self, body: bytes) -> bytes:
-        """The members' ``/openapi/v3`` index with our group-version's document added."""
+        """The members' ``/openapi/v3`` index with our group-version's document and the service-backed ones added."""
         try:
             doc = orjson.loads(body)
             own = orjson.loads((await self.server.openapi.encoded()).v3_index)
@@ -230,6 +243,7 @@ class APIServiceLayer:
             return body
         paths = {**(doc.get("paths") or {}), **{k: v for k, v in (own.get("paths") or {}).items()
                                                if k.startswith(f"apis/{GROUP}/")}}
+        paths.update(self.openapi.v3_entries())  # service-backed group-versions: requests go to their backend
         return orjson.dumps({**doc, "paths": dict(sorted(paths.items()))})
 
 
