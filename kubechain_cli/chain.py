@@ -1,11 +1,18 @@
 """Starting and stopping the chain as separate processes: etcd, core-api, extensions-api and the
 aggregator, wired with generated credentials. Used by ``kubechain up`` and by the tests.
+
+With ``replicas=N`` every service runs N processes on the one etcd: each backend replica has its
+own socket (or port) and gRPC control address, every gateway lists all of them per member (it
+balances across them and skips one that is down), and the gateways each listen on their own
+port (the kubeconfig names the first). Replica 0 keeps the plain names (``core-api``,
+``core-api.sock``); replica i > 0 is ``core-api-<i>``.
 """
 
 from __future__ import annotations
 
 import base64
 import ctypes
+import http.client
 import os
 import shutil
 import signal
@@ -15,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +96,14 @@ class Chain:
     #: Give the aggregator the members' control addresses (``--member-grpc NAME=ADDRESS``): it learns
     #: routes, discovery and readiness from their streams (aggregator.control); off: it fetches them.
     pass_control_addresses: bool = True
+    #: Processes per service (core-api, extensions-api, gateway); at least 1.
+    replicas: int = 1
+    #: Every replica's link URL per backend, in replica order (``backend_urls`` holds the first's).
+    replica_urls: dict[str, list[str]] = field(default_factory=dict)
+    #: Every replica's control address per backend (``backend_grpc`` holds the first's).
+    replica_grpc: dict[str, list[str]] = field(default_factory=dict)
+    #: Every gateway's HTTPS port; the first is ``port``.
+    gateway_ports: list[int] = field(default_factory=list)
 
     @property
     def pki(self) -> CertPaths:
@@ -102,6 +117,16 @@ class Chain:
     def server_url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
+    @property
+    def server_urls(self) -> list[str]:
+        """Every gateway's URL (the first is ``server_url``)."""
+        return [f"https://127.0.0.1:{p}" for p in self.gateway_ports or [self.port]]
+
+    @staticmethod
+    def replica_name(service: str, index: int) -> str:
+        """The process (and socket, log) name of one replica: ``core-api``, ``core-api-1``, ..."""
+        return service if index == 0 else f"{service}-{index}"
+
     def _spawn(self, name: str, argv: list[str]) -> None:
         log_dir = self.log_dir or self.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -109,6 +134,24 @@ class Chain:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                                 start_new_session=True, preexec_fn=_die_with_parent)
+
+    def add_process(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        """Run one more process as part of the chain (say, a replica started late): logged to
+        ``<logs>/<name>.log`` and stopped by ``stop`` with its tier (``core-api-2``: core-api's)."""
+        if name in self.processes and self.processes[name].poll() is None:
+            raise ValueError(f"process {name!r} is already running")
+        self._spawn(name, argv)
+        return self.processes[name]
+
+    def services_down(self) -> list[str]:
+        """The services (etcd when this chain started it, and each of ours) none of whose
+        processes is running any more: with replicas, the chain serves on while every service
+        still has one."""
+        running: dict[str, bool] = {}
+        for name, proc in self.processes.items():
+            service = _replica_of(name) or name
+            running[service] = running.get(service, False) or proc.poll() is None
+        return [service for service, up in running.items() if not up]
 
     def start(self, timeout: float = 60.0, attempts: int = 3) -> None:
         """Start everything and wait until the gateway is ready. Everything starts at once (the
@@ -126,53 +169,66 @@ class Chain:
                     raise
 
     def _start_once(self, timeout: float) -> None:
+        if self.replicas < 1:
+            raise ValueError(f"replicas must be at least 1, not {self.replicas}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         paths = ensure_certificates(self.data_dir / "pki")
         endpoints = self.etcd_endpoints
         if not endpoints:
             endpoints = self._start_etcd()
         self.etcd_endpoints = endpoints
+        self.gateway_ports = [self.port, *(free_ports(self.replicas - 1) if self.replicas > 1 else [])]
         common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
                   "--watch-bookmark-interval", str(self.bookmark_interval),
                   "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay),
                   "--advertise-address", f"127.0.0.1:{self.port}"]
+        listen: dict[str, list[list[str]]] = {}
         if self.backend_transport == "unix":
             # On one host the links of the chain are Unix sockets in a directory only this user
             # can enter: no TLS cost per hop, and nobody else can reach a backend to forge
             # X-Remote-* headers.
             run_dir = self._socket_dir()
-            core_sock, ext_sock = str(run_dir / "core-api.sock"), str(run_dir / "extensions-api.sock")
-            self.backend_urls = {"core-api": f"unix://{core_sock}", "extensions-api": f"unix://{ext_sock}"}
-            core_grpc, ext_grpc = str(run_dir / "core-api.grpc.sock"), str(run_dir / "extensions-api.grpc.sock")
-            self.backend_grpc = {"core-api": f"unix://{core_grpc}", "extensions-api": f"unix://{ext_grpc}"}
-            core_listen = ["--bind-unix-socket", core_sock, "--grpc-bind-unix-socket", core_grpc]
-            ext_listen = ["--bind-unix-socket", ext_sock, "--grpc-bind-unix-socket", ext_grpc]
+            for service in BACKENDS:
+                names = [self.replica_name(service, i) for i in range(self.replicas)]
+                socks = [str(run_dir / f"{n}.sock") for n in names]
+                grpcs = [str(run_dir / f"{n}.grpc.sock") for n in names]
+                self.replica_urls[service] = [f"unix://{p}" for p in socks]
+                self.replica_grpc[service] = [f"unix://{p}" for p in grpcs]
+                listen[service] = [["--bind-unix-socket", a, "--grpc-bind-unix-socket", g]
+                                   for a, g in zip(socks, grpcs, strict=True)]
         else:
             # Across hosts: TLS both ways; backends accept only CA-signed client certificates.
-            core, ext, core_grpc_port, ext_grpc_port = free_ports(4)
-            self.backend_ports = {"core-api": core, "extensions-api": ext}
-            self.backend_grpc = {"core-api": f"127.0.0.1:{core_grpc_port}",
-                                 "extensions-api": f"127.0.0.1:{ext_grpc_port}"}
-            self.backend_urls = {"core-api": f"https://127.0.0.1:{core}", "extensions-api": f"https://127.0.0.1:{ext}"}
+            ports = free_ports(4 * self.replicas)
+            for k, service in enumerate(BACKENDS):
+                api = ports[2 * k * self.replicas:(2 * k + 1) * self.replicas]
+                grpc = ports[(2 * k + 1) * self.replicas:(2 * k + 2) * self.replicas]
+                self.replica_urls[service] = [f"https://127.0.0.1:{p}" for p in api]
+                self.replica_grpc[service] = [f"127.0.0.1:{p}" for p in grpc]
+                listen[service] = [["--port", str(a), "--grpc-port", str(g)] for a, g in zip(api, grpc, strict=True)]
+            self.backend_ports = {service: int(self.replica_urls[service][0].rsplit(":", 1)[1])
+                                  for service in BACKENDS}
             crt, key = paths.pair("backend")
             proxy_crt, proxy_key = paths.pair("front-proxy-client")
             common += ["--tls-cert-file", crt, "--tls-private-key-file", key, "--client-ca-file", paths.ca,
                        "--proxy-client-cert-file", proxy_crt, "--proxy-client-key-file", proxy_key]
-            core_listen = ["--port", str(core), "--grpc-port", str(core_grpc_port)]
-            ext_listen = ["--port", str(ext), "--grpc-port", str(ext_grpc_port)]
+        self.backend_urls = {service: urls[0] for service, urls in self.replica_urls.items()}
+        self.backend_grpc = {service: addrs[0] for service, addrs in self.replica_grpc.items()}
         py = sys.executable
-        self._spawn("extensions-api", [py, "-m", "extensionsapi", *ext_listen, *common])
-        self._spawn("core-api", [py, "-m", "coreapi", *core_listen, "--advertise-port", str(self.port),
-                                 "--root-ca-file", paths.ca,
-                                 "--delegate-url", self.backend_urls["extensions-api"], *common])
-        self._spawn("aggregator", [py, "-m", "aggregator", "--secure-port", str(self.port),
-                                   "--bind-address", "127.0.0.1",
-                                   "--cert-dir", str(self.data_dir / "pki"),
-                                   "--shutdown-delay", str(self.shutdown_delay),
-                                   "--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
-                                   "--member", self.backend_urls["core-api"],
-                                   "--member", self.backend_urls["extensions-api"],
-                                   *self._control_args()])
+        delegates = [arg for url in self.replica_urls["extensions-api"] for arg in ("--delegate-url", url)]
+        for i in range(self.replicas):
+            self._spawn(self.replica_name("extensions-api", i),
+                        [py, "-m", "extensionsapi", *listen["extensions-api"][i], *common])
+        for i in range(self.replicas):
+            self._spawn(self.replica_name("core-api", i),
+                        [py, "-m", "coreapi", *listen["core-api"][i], "--advertise-port", str(self.port),
+                         "--root-ca-file", paths.ca, *delegates, *common])
+        members = [arg for service in BACKENDS for arg in ("--member", ",".join(self.replica_urls[service]))]
+        for i, port in enumerate(self.gateway_ports):
+            self._spawn(self.replica_name("aggregator", i),
+                        [py, "-m", "aggregator", "--secure-port", str(port), "--bind-address", "127.0.0.1",
+                         "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", str(self.shutdown_delay),
+                         "--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
+                         *members, *self._control_args()])
         self.write_kubeconfig()
         self.wait_ready(timeout)
 
@@ -180,12 +236,13 @@ class Chain:
         """The aggregator's flags naming each member's control address, in chain order."""
         if not self.pass_control_addresses:
             return []
-        return [arg for name in ("core-api", "extensions-api")
-                for arg in ("--member-grpc", f"{name}={self.backend_grpc[name]}")]
+        return [arg for name in BACKENDS
+                for arg in ("--member-grpc", f"{name}={','.join(self.replica_grpc[name])}")]
 
     def _socket_dir(self) -> Path:
         run_dir = self.data_dir / "run"
-        if len(str(run_dir / "extensions-api.grpc.sock")) > 100:  # sun_path holds ~107 bytes
+        longest = self.replica_name("extensions-api", self.replicas - 1)
+        if len(str(run_dir / f"{longest}.grpc.sock")) > 100:  # sun_path holds ~107 bytes
             run_dir = Path(tempfile.mkdtemp(prefix="kubechain-"))
         run_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(run_dir, 0o700)
@@ -212,8 +269,16 @@ class Chain:
         return ctx
 
     def wait_ready(self, timeout: float) -> None:
+        """Until every gateway answers ``/readyz`` 200 and, with replicas, every backend replica
+        too (a gateway is ready once one replica of each member is). A process that exits
+        meanwhile fails the start."""
         deadline = time.monotonic() + timeout
-        ctx = self.ssl_context()
+        gateway_ctx = self.ssl_context()
+        pending = [(url, gateway_ctx) for url in self.server_urls]
+        if self.replicas > 1:
+            backend_ctx = ssl.create_default_context(cafile=self.pki.ca)
+            backend_ctx.load_cert_chain(*self.pki.pair("front-proxy-client"))
+            pending += [(url, backend_ctx) for service in BACKENDS for url in self.replica_urls[service]]
         last = ""
         while time.monotonic() < deadline:
             for name, proc in self.processes.items():
@@ -222,13 +287,15 @@ class Chain:
                     raise error(f"{name} exited with {proc.returncode}; see its log in "
                                 f"{(self.log_dir or self.data_dir / 'logs') / (name + '.log')}")
             try:
-                with urllib.request.urlopen(self.server_url + "/readyz", context=ctx, timeout=2) as r:
-                    if r.status == 200:
+                if _readyz(*pending[0]) == 200:
+                    pending.pop(0)
+                    if not pending:
                         return
+                    continue
             except Exception as err:  # not up yet
                 last = str(err)
             time.sleep(0.05)
-        raise RuntimeError(f"the chain did not become ready in {timeout}s: {last}")
+        raise RuntimeError(f"the chain did not become ready in {timeout}s ({pending[0][0]}): {last}")
 
     def write_kubeconfig(self) -> None:
         def b64(path: str) -> str:
@@ -248,14 +315,65 @@ class Chain:
         os.chmod(self.kubeconfig, 0o600)
 
     def stop(self, timeout: float = 10.0) -> None:
-        for name in ("aggregator", "core-api", "extensions-api", "etcd"):
-            proc = self.processes.get(name)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        """SIGTERM tier by tier (gateways, core-api, extensions-api, etcd); the replicas of one
+        tier stop together. A process still there after ``timeout`` is killed. Processes of
+        other names (``add_process``) stop last but one, before etcd."""
+        for tier in _STOP_ORDER:
+            procs = [proc for name, proc in self.processes.items() if _tier(name) == tier and proc.poll() is None]
+            for proc in procs:
+                proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            for proc in procs:
+                try:
+                    proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
         self.processes.clear()
+
+
+def _readyz(url: str, ctx: ssl.SSLContext) -> int:
+    """The ``/readyz`` status of a gateway or backend link (``https://`` or ``unix://``)."""
+    if url.startswith("unix://"):
+        conn: http.client.HTTPConnection = _UnixHTTPConnection(url.removeprefix("unix://"), 2.0)
+    else:
+        parts = urllib.parse.urlsplit(url)
+        conn = http.client.HTTPSConnection(parts.hostname or "127.0.0.1", parts.port, context=ctx, timeout=2.0)
+    try:
+        conn.request("GET", "/readyz")
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+#: The chain's backends, in delegation order (the gateway's ``--member`` order).
+BACKENDS = ("core-api", "extensions-api")
+
+
+#: The order ``stop`` ends the tiers in ("": processes of other names).
+_STOP_ORDER = ("aggregator", "core-api", "extensions-api", "", "etcd")
+
+
+def _tier(name: str) -> str:
+    service = _replica_of(name) or name
+    return service if service in _STOP_ORDER else ""
+
+
+def _replica_of(name: str) -> str:
+    """The service a process name belongs to (``core-api-1`` -> ``core-api``); "" for none."""
+    base, sep, index = name.rpartition("-")
+    return base if sep and index.isdigit() else ""

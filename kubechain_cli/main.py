@@ -11,6 +11,17 @@ from pathlib import Path
 from .chain import Chain
 
 
+def replica_count(value: str) -> int:
+    """``--replicas``: a whole number of processes per service, at least 1."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid replica count {value!r}: expected a whole number") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"invalid replica count {count}: must be at least 1")
+    return count
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="kubechain")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -19,9 +30,12 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--port", type=int, default=6443)
     up.add_argument("--etcd-endpoints", default="", help="use this etcd instead of starting one")
     up.add_argument("--etcd-prefix", default="/registry")
+    up.add_argument("--replicas", type=replica_count, default=1,
+                    help="processes of each service (core-api, extensions-api, gateway) on the one etcd; "
+                         "the first gateway listens on --port, the others on free ports (printed)")
     args = parser.parse_args(argv)
     chain = Chain(Path(args.data_dir).resolve(), port=args.port, etcd_endpoints=args.etcd_endpoints,
-                  etcd_prefix=args.etcd_prefix)
+                  etcd_prefix=args.etcd_prefix, replicas=args.replicas)
     stopping = False
 
     def on_signal(_sig: int, _frame: object) -> None:
@@ -38,15 +52,24 @@ def main(argv: list[str] | None = None) -> None:
         print(f"kubechain: {err}", file=sys.stderr)
         raise SystemExit(1) from None
     print(f"kubechain is ready at {chain.server_url} ({time.monotonic() - started:.1f}s)")
+    if args.replicas > 1:
+        print(f"  {args.replicas} replicas of each service; gateways at {', '.join(chain.server_urls)}")
     print("Point kubectl at it:")
     print(f"  export KUBECONFIG={chain.kubeconfig}")
     print("Stop with Ctrl-C.", flush=True)
+    exited: set[str] = set()
     try:
         while not stopping:
             for name, proc in chain.processes.items():
-                if proc.poll() is not None:
-                    print(f"kubechain: {name} exited with {proc.returncode}", file=sys.stderr)
-                    stopping = True
+                if proc.poll() is not None and name not in exited:
+                    exited.add(name)
+                    print(f"kubechain: {name} exited with {proc.returncode}", file=sys.stderr, flush=True)
+            # One replica gone: the others serve on. A service with none left stops the chain.
+            down = chain.services_down()
+            if down:
+                if args.replicas > 1:
+                    print(f"kubechain: no {', '.join(down)} left running; stopping", file=sys.stderr)
+                stopping = True
             time.sleep(0.5)
     finally:
         chain.stop()

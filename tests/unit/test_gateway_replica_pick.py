@@ -1,8 +1,9 @@
-"""Which replicas of a chain member the gateway sends a request to (``Gateway._pick``).
+"""In which order the gateway tries a chain member's replicas (``Gateway._pick``).
 
-With the control channel on, only the replicas whose gRPC health says SERVING get requests: one
-that hangs, is starting or drains is skipped (connection errors alone would only skip one that
-refuses connections). None serving, or replica lists that do not line up: all of them.
+The replicas whose gRPC health says SERVING take turns; the others come after them, only as a
+fallback (the proxy tries the next upstream when one refuses or dies), so one that hangs, is
+starting or drains gets no requests while another serves. None serving, or replica lists that
+do not line up: all of them take turns.
 """
 
 from __future__ import annotations
@@ -64,22 +65,29 @@ def pick(gw: Gateway, path: str) -> list[str]:
     return gw._pick({"type": "http", "path": path})
 
 
-async def test_serving_replicas_only_and_back_when_they_recover(gateway: Gateway,
+def firsts(gw: Gateway, path: str, times: int = 6) -> set[str]:
+    """The replicas tried first over several requests."""
+    return {pick(gw, path)[0] for _ in range(times)}
+
+
+async def test_serving_replicas_take_turns_the_others_come_last(gateway: Gateway,
                                                                 servers: list[ControlServer]) -> None:
     assert gateway.control is not None
     await eventually(lambda: all(c.serving for c in gateway.control.replicas[0]))  # type: ignore[union-attr]
-    assert pick(gateway, "/api/v1/pods") == list(CORE)
+    assert firsts(gateway, "/api/v1/pods") == set(CORE)
+    assert sorted(pick(gateway, "/api/v1/pods")) == sorted(CORE)
     await servers[1].drain()  # NOT_SERVING, as a replica that began its graceful stop
-    await eventually(lambda: pick(gateway, "/api/v1/namespaces/a/pods") == [CORE[0]])
-    assert pick(gateway, "/apis/nothing.example.com/v1/things") == [CORE[0]]  # unknown: first member's
+    await eventually(lambda: firsts(gateway, "/api/v1/namespaces/a/pods") == {CORE[0]})
+    assert pick(gateway, "/api/v1/pods") == [CORE[0], CORE[1]]
+    assert pick(gateway, "/apis/nothing.example.com/v1/things") == [CORE[0], CORE[1]]  # unknown: first member's
     await servers[0].drain()
-    # No replica serving: every one is tried (a connection may still work; 503 only if none does).
-    await eventually(lambda: pick(gateway, "/api/v1/pods") == list(CORE))
+    # No replica serving: all take turns (a connection may still work; 503 only if none does).
+    await eventually(lambda: firsts(gateway, "/api/v1/pods") == set(CORE))
 
 
-async def test_member_with_no_serving_replica_gets_all_of_them(gateway: Gateway) -> None:
-    assert pick(gateway, "/apis/example.com/v1/widgets") == list(EXT)
-    assert pick(gateway, "/openapi/v3/apis/example.com/v1") == list(EXT)
+async def test_member_with_no_serving_replica_gets_all_of_them_in_turn(gateway: Gateway) -> None:
+    assert firsts(gateway, "/apis/example.com/v1/widgets") == set(EXT)
+    assert sorted(pick(gateway, "/openapi/v3/apis/example.com/v1")) == sorted(EXT)
 
 
 async def test_replica_lists_that_do_not_line_up_are_used_whole(servers: list[ControlServer]) -> None:
@@ -87,9 +95,9 @@ async def test_replica_lists_that_do_not_line_up_are_used_whole(servers: list[Co
     await channel.start()
     try:
         await eventually(lambda: channel.serving(0))
-        assert channel.serving_upstreams(0, CORE) == list(CORE)  # 2 URLs, 1 control address
-        assert channel.serving_upstreams(5, CORE) == list(CORE)  # no such member
-        assert channel.serving_upstreams(0, CORE[:1]) == [CORE[0]]
+        assert channel.split_serving(0, CORE) == (list(CORE), [])  # 2 URLs, 1 control address
+        assert channel.split_serving(5, CORE) == (list(CORE), [])  # no such member
+        assert channel.split_serving(0, CORE[:1]) == ([CORE[0]], [])
     finally:
         await channel.stop()
 
@@ -104,8 +112,10 @@ def test_member_index_of_paths() -> None:
     assert RoutingTable(()).upstreams("/api/v1/pods") == []
 
 
-def test_without_control_channel_every_replica_is_picked() -> None:
+def test_without_control_channel_every_replica_takes_turns() -> None:
     gw = Gateway(GatewayConfig(members=[list(CORE), list(EXT)]), Authenticator({}), None)
     gw.table = RoutingTable((CORE, EXT), {("example.com", "v1"): 1})
-    assert pick(gw, "/apis/example.com/v1/widgets") == list(EXT)
-    assert pick(gw, "/api/v1/pods") == list(CORE)
+    assert firsts(gw, "/apis/example.com/v1/widgets") == set(EXT)
+    assert sorted(pick(gw, "/api/v1/pods")) == sorted(CORE)
+    gw.table = RoutingTable(())
+    assert pick(gw, "/api/v1/pods") == []

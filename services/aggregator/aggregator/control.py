@@ -291,14 +291,16 @@ class ControlChannel:
         """Whether any replica of member ``index`` reports SERVING."""
         return any(c.serving for c in self.replicas[index])
 
-    def serving_upstreams(self, index: int, urls: Sequence[str]) -> list[str]:
-        """The replicas of member ``index`` to send requests to: of its ``urls`` (its ``--member``
-        replicas, in the ``--member-grpc`` order), those whose health says SERVING. A replica
-        that hangs (its stream's keepalive fails), is still starting or has begun to drain then
-        gets no new requests, where trying connections would only skip one that refuses them.
-        All of them when none is serving or the lists do not line up (nothing better known)."""
+    def split_serving(self, index: int, urls: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Member ``index``'s replica ``urls`` (its ``--member`` list, in ``--member-grpc``'s
+        order) split into those whose health says SERVING and the others. Requests go to the
+        first kind: a replica that hangs (its stream's keepalive fails), is starting or has begun
+        to drain gets none while another serves, where connection errors alone would only skip
+        one that refuses connections. The others stay a fallback (what this gateway knows may
+        lag: a replica just killed can still look serving, one just back not yet). Lists that
+        do not line up: all ``urls`` count as serving (nothing better known)."""
         replicas = self.replicas[index] if index < len(self.replicas) else []
         if len(replicas) != len(urls):
-            return list(urls)
+            return list(urls), []
         serving = [url for url, client in zip(urls, replicas, strict=True) if client.serving]
-        return serving or list(urls)
+        return serving, [url for url, client in zip(urls, replicas, strict=True) if not client.serving]

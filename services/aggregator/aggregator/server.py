@@ -76,7 +76,8 @@ class Gateway:
         # Credentials stop at the gateway (kube-apiserver drops Authorization once it has
         # authenticated a request); the backends learn the user from X-Remote-* only.
         self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers,
-                                  drop_headers=("authorization",))
+                                  drop_headers=("authorization",), rotate=False)
+        self._turn = 0
         #: The members' discovery and health streams (set by ``run`` with ``--member-grpc``).
         self.control: ControlChannel | None = None
         self.openapi_v2 = openapi_merge.OpenAPIV2Cache(
@@ -86,10 +87,18 @@ class Gateway:
         self.apiservices: APIServiceLayer | None = None
 
     def _pick(self, scope: Scope) -> list[str]:
-        if self.control is None or not self.table.members:
-            return self.table.upstreams(scope["path"])
+        """The member's replicas in the order to try them: those serving (per the control
+        channel) in turn, then the others as a fallback (the proxy tries the next on failure)."""
+        if not self.table.members:
+            return []
         index = self.table.member_index(scope["path"])
-        return self.control.serving_upstreams(index, self.table.members[index])
+        urls = self.table.members[index]
+        preferred, rest = self.control.split_serving(index, urls) if self.control is not None else (list(urls), [])
+        if not preferred:  # none known to serve (yet): all take turns
+            preferred, rest = rest, []
+        self._turn += 1
+        turn = self._turn % len(preferred) if preferred else 0
+        return preferred[turn:] + preferred[:turn] + rest
 
     def _user_headers(self, scope: Scope) -> list[tuple[str, str]]:
         user = scope.get("kubechain.user")

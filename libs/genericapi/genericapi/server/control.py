@@ -33,10 +33,13 @@ log = logging.getLogger(__name__)
 
 #: Let the gateway's keepalive pings through (gRPC's default answers pings more often than every
 #: 5 minutes with GOAWAY); the gateway pings every 10 s to notice a backend that vanished silently.
-#: No SO_REUSEPORT (gRPC's default): a second server on a taken port must fail, not share it.
+#: The key is ``min_ping_interval_without_data_ms`` (the C macro's name says RECV, its string does
+#: not; the RECV spelling is ignored, and the gateway's streams were cut with GOAWAY "too_many_pings"
+#: every minute or two). No SO_REUSEPORT (gRPC's default): a second server on a taken port must
+#: fail, not share it.
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.so_reuseport", 0),
-    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
 ]
 

@@ -34,6 +34,10 @@ HOP_BY_HOP = frozenset({
     "trailers", "transfer-encoding", "upgrade", "host", "content-length",
 })
 
+#: Methods sent again to the next replica when one dies after it began to answer (it may have
+#: acted on the request: only these are safe to repeat; others get a 503).
+RETRY_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+
 #: Chooses the upstream base URL for a request scope (the gateway's routing table).
 UpstreamPicker = Callable[[Scope], list[str]]
 
@@ -60,8 +64,10 @@ class ReverseProxy:
 
     def __init__(self, pick: UpstreamPicker, ssl_context: ssl.SSLContext | None = None,
                  header_source: Callable[[Scope], list[tuple[str, str]]] | None = None,
-                 limit: int = 0, drop_headers: Iterable[str] = ()) -> None:
+                 limit: int = 0, drop_headers: Iterable[str] = (), rotate: bool = True) -> None:
         self._pick = pick
+        #: False: ``pick`` returns the upstreams in the order to try them (it balances itself).
+        self._rotate = rotate
         self._ssl = ssl_context
         self._header_source = header_source
         self._limit = limit
@@ -131,7 +137,7 @@ class ReverseProxy:
         if not upstreams:
             await _send_error(send, apierrors.service_unavailable("no backend is available for this request"))
             return
-        start = self._rr
+        start = self._rr if self._rotate else 0
         self._rr += 1
         last_err: Exception | None = None
         for i in range(len(upstreams)):
@@ -146,6 +152,17 @@ class ReverseProxy:
                 except (OSError, UpstreamClosed) as err:
                     last_err = err
                     continue
+                if unix_resp.sized:
+                    try:
+                        data = await unix_resp.read()
+                    except (OSError, UpstreamClosed) as err:
+                        last_err = err  # the replica died mid-answer
+                        unix_resp.close()
+                        if scope["method"] in RETRY_SAFE:
+                            continue
+                        break
+                    await _send_whole(send, unix_resp.status, unix_resp.headers, data)
+                    return
                 await self._relay_unix(unix_resp, receive, send)
                 return
             try:
@@ -155,6 +172,18 @@ class ReverseProxy:
             except (TimeoutError, aiohttp.ClientConnectionError, OSError) as err:
                 last_err = err
                 continue
+            if resp.headers.get("Content-Length") is not None:
+                try:
+                    data = await resp.read()
+                except (TimeoutError, aiohttp.ClientError, OSError) as err:
+                    last_err = err  # the replica died mid-answer
+                    resp.close()
+                    if scope["method"] in RETRY_SAFE:
+                        continue
+                    break
+                resp.release()
+                await _send_whole(send, resp.status, [(k.lower(), v) for k, v in resp.raw_headers], data)
+                return
             await self._relay(resp, receive, send)
             return
         log.warning("no upstream answered %s: %s", target, last_err)
@@ -162,13 +191,8 @@ class ReverseProxy:
             f"the backend serving this request is unavailable: {last_err}"))
 
     async def _relay_unix(self, resp: UnixResponse, receive: Receive, send: Send) -> None:
+        """Stream a chunked answer (a watch) through as it comes."""
         out_headers = [(k, v) for k, v in resp.headers if k.decode("latin-1") not in HOP_BY_HOP]
-        if resp.sized:
-            data = await resp.read()
-            out_headers.append((b"content-length", str(len(data)).encode()))
-            await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
-            await send({"type": "http.response.body", "body": data, "more_body": False})
-            return
         await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
 
         async def pump() -> None:
@@ -209,16 +233,9 @@ class ReverseProxy:
         return pump_task.done() and not pump_task.cancelled() and pump_task.exception() is None
 
     async def _relay(self, resp: aiohttp.ClientResponse, receive: Receive, send: Send) -> None:
+        """Stream a chunked answer (a watch) through as it comes."""
         out_headers = [(k.lower(), v) for k, v in resp.raw_headers
                        if k.lower().decode("latin-1") not in HOP_BY_HOP]
-        streaming = resp.headers.get("Content-Length") is None
-        if not streaming:
-            data = await resp.read()
-            out_headers.append((b"content-length", str(len(data)).encode()))
-            await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
-            await send({"type": "http.response.body", "body": data, "more_body": False})
-            resp.release()
-            return
         await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
 
         async def pump() -> None:
@@ -231,6 +248,14 @@ class ReverseProxy:
             resp.close()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]], data: bytes) -> None:
+    """An answer read whole from the upstream (it had a Content-Length), without hop-by-hop headers."""
+    out = [(k, v) for k, v in headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
+    out.append((b"content-length", str(len(data)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
 async def _read_body(receive: Receive) -> bytes:
