@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,12 +68,31 @@ def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
     return x509.Name(attrs)
 
 
-def ensure_certificates(directory: str | Path) -> CertPaths:
-    """Create any missing credential in ``directory``; existing files are kept."""
+def _general_names(values: Sequence[str]) -> list[x509.GeneralName]:
+    """Host names and IP addresses as subject alternative names (an IP literal becomes an IP entry)."""
+    out: list[x509.GeneralName] = []
+    for value in (v.strip() for v in values):
+        if not value:
+            continue
+        try:
+            out.append(x509.IPAddress(ipaddress.ip_address(value)))
+        except ValueError:
+            out.append(x509.DNSName(value))
+    return out
+
+
+def ensure_certificates(directory: str | Path, extra_sans: Sequence[str] = ()) -> CertPaths:
+    """Create any missing credential in ``directory``; existing files are kept.
+
+    ``extra_sans`` (host names or IP addresses) are added to the serving certificates when they are
+    issued, for links reached by other names than the defaults (compose service names, cluster DNS).
+    The CA key is read only when something must be issued, so a directory holding every
+    credential but the CA key (as a gateway's mounted Secret) is used as it is.
+    """
     paths = CertPaths(Path(directory))
     paths.dir.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    if not (os.path.exists(paths.ca) and os.path.exists(paths.ca_key)):
+    if not os.path.exists(paths.ca):
         ca_key = _key()
         ca_name = _name("kubechain-ca")
         ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
@@ -86,14 +106,17 @@ def ensure_certificates(directory: str | Path) -> CertPaths:
                    .sign(ca_key, hashes.SHA256()))
         _write(paths.ca_key, _pem_key(ca_key), private=True)
         _write(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM))
-    ca_key_loaded = serialization.load_pem_private_key(Path(paths.ca_key).read_bytes(), None)
-    ca_cert_loaded = x509.load_pem_x509_certificate(Path(paths.ca).read_bytes())
-    assert isinstance(ca_key_loaded, ec.EllipticCurvePrivateKey)
+    extra_names = _general_names(extra_sans)
 
     def issue(name: str, subject: x509.Name, server: bool, client: bool) -> None:
         crt, key_path = paths.pair(name)
         if os.path.exists(crt) and os.path.exists(key_path):
             return
+        if not os.path.exists(paths.ca_key):
+            raise FileNotFoundError(f"{crt} is missing and the CA key {paths.ca_key} that would issue it is not there")
+        ca_key_loaded = serialization.load_pem_private_key(Path(paths.ca_key).read_bytes(), None)
+        ca_cert_loaded = x509.load_pem_x509_certificate(Path(paths.ca).read_bytes())
+        assert isinstance(ca_key_loaded, ec.EllipticCurvePrivateKey)
         key = _key()
         usages = []
         if server:
@@ -108,6 +131,7 @@ def ensure_certificates(directory: str | Path) -> CertPaths:
         if server:
             sans: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVING_NAMES]
             sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
+            sans += [n for n in extra_names if n not in sans]
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         cert = builder.sign(ca_key_loaded, hashes.SHA256())
         _write(key_path, _pem_key(key), private=True)

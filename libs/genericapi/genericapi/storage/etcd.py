@@ -66,6 +66,13 @@ def _kv(kv: rpc.KeyValue) -> KeyValue:
     return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision)
 
 
+#: gRPC keepalive on the etcd channel (kube-apiserver's etcd client keeps one too): a member that
+#: vanished without closing its connections (host or container killed) is noticed within ~15 s, which
+#: ends the watches on it so they resume on the next endpoint instead of waiting forever. etcd accepts
+#: pings every 5 s or slower, and only while a call (such as a watch) is open.
+KEEPALIVE_OPTIONS = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000))
+
+
 class EtcdClient:
     """Async etcd v3 KV and Watch with kube-apiserver's transaction shapes."""
 
@@ -87,13 +94,22 @@ class EtcdClient:
                 return self._client
             url = urlparse(self._endpoints[self._index % len(self._endpoints)])
             client = aetcd.Client(host=url.hostname or "127.0.0.1", port=url.port or 2379,
-                                  timeout=int(self._timeout))
+                                  timeout=int(self._timeout), options=dict(KEEPALIVE_OPTIONS))
             await client.connect()
             self._client = client
             return client
 
-    async def _reset(self) -> None:
-        """Drop the channel and move to the next endpoint after a transport failure."""
+    async def _reset(self, failed: aetcd.Client | None) -> None:
+        """Drop the channel ``failed`` and move to the next endpoint after a transport failure.
+
+        Every call and watch on a channel fails at once when its member goes away; only the first
+        report rotates. Later ones name a channel already replaced and leave the new one alone
+        (closing it would break the watches just re-established on it). ``None``: connecting failed."""
+        if failed is None:
+            self._index += 1
+            return
+        if self._client is not failed:
+            return
         client, self._client = self._client, None
         self._index += 1
         if client is not None:
@@ -109,21 +125,22 @@ class EtcdClient:
     async def _call(self, method: str, request: object) -> object:
         last: Exception | None = None
         for _ in range(max(2, len(self._endpoints) + 1)):
+            client: aetcd.Client | None = None
             try:
-                stub = await self._kv()
-                return await getattr(stub, method)(request, timeout=self._timeout)
+                client = await self._connect()
+                return await getattr(client.kvstub, method)(request, timeout=self._timeout)
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.OUT_OF_RANGE or "compacted" in (err.details() or ""):
                     raise TooOldRevisionError(getattr(request, "revision", 0), 0) from err
                 last = err
                 if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                                   grpc.StatusCode.CANCELLED):
-                    await self._reset()
+                    await self._reset(client)
                     continue
                 raise StorageUnavailable(f"etcd {method}: {err.details()}") from err
             except (TimeoutError, aetcd.exceptions.ClientError, OSError) as err:
                 last = err
-                await self._reset()
+                await self._reset(client)
         raise StorageUnavailable(f"etcd unavailable: {last}")
 
     async def close(self) -> None:
@@ -267,7 +284,7 @@ class EtcdClient:
                 )
                 yield WatchBatch(events, resp.header.revision)
         except grpc.aio.AioRpcError as err:
-            await self._reset()
+            await self._reset(client)
             raise StorageUnavailable(f"etcd watch: {err.details()}") from err
         finally:
             stop.set()
