@@ -48,13 +48,18 @@ class Sample:
     def __init__(self, chain: ChainHandle, cert_dir: Path) -> None:
         self.port = free_port()
         self.cert_dir = cert_dir
-        self.log = open(cert_dir.parent / "sample.log", "ab")
+        self.chain = chain
+        self.start()
+
+    def start(self) -> None:
+        """Start (or start again, on the same port with the same certificates)."""
+        self.log = open(self.cert_dir.parent / "sample.log", "ab")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "libs" / "genericapi"), str(ROOT / "tests")]))
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "support" / "sample_apiserver.py"), "--port", str(self.port),
-             "--cert-dir", str(cert_dir), "--service", "api", "--namespace", NAMESPACE,
-             "--requestheader-ca", chain.chain.pki.ca], stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        _wait("the sample server's certificate", lambda: (cert_dir / "tls.key").exists(), 20)
+             "--cert-dir", str(self.cert_dir), "--service", "api", "--namespace", NAMESPACE,
+             "--requestheader-ca", self.chain.chain.pki.ca], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        _wait("the sample server's certificate", lambda: (self.cert_dir / "tls.key").exists(), 20)
 
     @property
     def ca_bundle(self) -> str:
@@ -178,6 +183,19 @@ def test_a_stopped_backend_turns_unavailable_and_requests_get_503(chain: ChainHa
     assert result.returncode != 0 and "ServiceUnavailable" in result.stderr
     row = chain.kubectl("get", "apiservice", APISERVICE, "--no-headers").stdout.split()
     assert row[2:4] == ["False", "(FailedDiscoveryCheck)"]
+
+
+def test_a_recovered_backend_turns_available_again_within_seconds(chain: ChainHandle, sample: Sample) -> None:
+    if sample.proc.poll() is None:  # run alone: take it down first
+        sample.stop()
+        _wait("Available=False", lambda: _available(chain).get("status") == "False")
+    started = time.monotonic()
+    sample.start()
+    cond = _wait("Available=True again", lambda: (c := _available(chain)).get("status") == "True" and c, 20)
+    took = time.monotonic() - started
+    assert (cond["reason"], cond["message"]) == ("Passed", "all checks passed")
+    assert took < 15, f"recovery noticed after {took:.1f}s (recheck interval 10 s)"
+    chain.kubectl("get", "flunders", "-n", NAMESPACE)
 
 
 def test_a_missing_service_is_reported(chain: ChainHandle) -> None:
