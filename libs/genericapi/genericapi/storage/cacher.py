@@ -243,7 +243,12 @@ class WatchCache:
                     await self._apply(batch)
                     backoff = 0.05
             except asyncio.CancelledError:
-                raise
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise
+                # Not our cancellation (a gRPC call cancelled under us): the cache must keep
+                # following etcd, or it stays at this revision for good.
+                log.warning("watch cache %s: etcd watch cancelled; retrying", self._prefix.decode())
             except TooOldRevisionError as err:
                 log.warning("watch cache %s: %s; relisting", self._prefix.decode(), err)
                 for w in list(self._watchers):

@@ -70,7 +70,23 @@ def _kv(kv: rpc.KeyValue) -> KeyValue:
 #: vanished without closing its connections (host or container killed) is noticed within ~15 s, which
 #: ends the watches on it so they resume on the next endpoint instead of waiting forever. etcd accepts
 #: pings every 5 s or slower, and only while a call (such as a watch) is open.
-KEEPALIVE_OPTIONS = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000))
+#: Current gRPC cores bound an unanswered ping by ``ping_timeout_ms`` (default one minute), not by
+#: ``keepalive_timeout_ms`` alone, and stop pinging after ``max_pings_without_data`` (default 2) pings
+#: on a connection that sends no data, which an idle watch is: both are set, or a silent member is
+#: never noticed.
+KEEPALIVE_OPTIONS = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
+                     ("grpc.http2.ping_timeout_ms", 5_000), ("grpc.http2.max_pings_without_data", 0))
+
+
+def _cancelled_by_channel() -> bool:
+    """Whether a ``CancelledError`` just caught came from gRPC rather than from our own task.
+
+    Closing a channel (``EtcdClient._reset``) cancels every call still open on it, and grpc.aio
+    reports a locally cancelled call by raising ``asyncio.CancelledError`` in whoever awaits it.
+    That is a transport failure to retry, not a request to stop: the task itself is only being
+    cancelled when ``cancelling()`` says so."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() == 0
 
 
 class EtcdClient:
@@ -123,7 +139,7 @@ class EtcdClient:
         return client.kvstub
 
     async def _call(self, method: str, request: object) -> object:
-        last: Exception | None = None
+        last: BaseException | None = None
         for _ in range(max(2, len(self._endpoints) + 1)):
             client: aetcd.Client | None = None
             try:
@@ -141,6 +157,12 @@ class EtcdClient:
             except (TimeoutError, aetcd.exceptions.ClientError, OSError) as err:
                 last = err
                 await self._reset(client)
+            except asyncio.CancelledError as err:
+                if not _cancelled_by_channel():
+                    raise
+                last = err  # the channel was closed under the call: retry on the current one
+                if client is not None:
+                    await self._reset(client)
         raise StorageUnavailable(f"etcd unavailable: {last}")
 
     async def close(self) -> None:
@@ -286,6 +308,13 @@ class EtcdClient:
         except grpc.aio.AioRpcError as err:
             await self._reset(client)
             raise StorageUnavailable(f"etcd watch: {err.details()}") from err
+        except asyncio.CancelledError as err:
+            # Another call's failure closed this channel first: without this the CancelledError
+            # would end the watch cache's task and freeze the cache at its last revision.
+            if not _cancelled_by_channel():
+                raise
+            await self._reset(client)
+            raise StorageUnavailable("etcd watch: channel closed after a failure on it") from err
         finally:
             stop.set()
             call.cancel()
