@@ -11,11 +11,11 @@ import re
 
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.apimachinery.serviceresolver import ServiceResolver
+from genericapi.registry.namespacelifecycle import NamespaceLifecycle, namespace_view
 from genericapi.registry.serviceview import ClusterServiceView
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from .admission import NamespaceLifecycle, namespace_store
 from .crd_controller import CRDController
 from .crds import CRD_INFO, CRDStore, CRDStrategy
 
@@ -49,7 +49,7 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
     services = ClusterServiceView(server.etcd, config.etcd_prefix)
     controller = CRDController(server, crds, schemas.definitions, ServiceResolver(services))
 
-    namespaces = namespace_store(server.etcd, config.etcd_prefix)
+    namespaces = namespace_view(server.etcd, config.etcd_prefix)
     server.admission.append(NamespaceLifecycle(namespaces))
 
     async def start_services(_s: GenericAPIServer) -> None:
