@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from support.procs import ChainHandle
+from support.waiting import eventually
 
 from kubechain_cli.chain import free_port
 
@@ -34,14 +35,7 @@ AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryLi
 
 
 def _wait(what: str, probe: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+    return eventually(probe, timeout, what)
 
 
 class Sample:

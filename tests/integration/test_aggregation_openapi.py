@@ -16,14 +16,14 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.procs import ChainHandle
 from support.sample_openapi import FLUNDER_DESCRIPTION, GROUP_ONLY, META, REFERENCE_DESCRIPTION, Documents
+from test_aggregation import _wait
 
 from kubechain_cli.chain import free_port
 
@@ -32,17 +32,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "wardle-openapi-it"
 V3_KEY = "apis/wardle.example.com/v1alpha1"
-
-
-def _wait(what: str, probe: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 class Backend:
