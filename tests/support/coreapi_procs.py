@@ -160,3 +160,13 @@ def etcd_value(endpoints: str, key: str) -> bytes:
     etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
     return subprocess.run([etcdctl, "--endpoints", endpoints, "get", key, "--print-value-only"],
                           capture_output=True, check=True, timeout=30).stdout.rstrip(b"\n")
+
+
+def etcd_delete(endpoints: str, key: str) -> None:
+    """Delete one key behind every API server's back (what a crash between two writes leaves)."""
+    from kubechain_cli.chain import etcd_binary
+
+    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
+    out = subprocess.run([etcdctl, "--endpoints", endpoints, "del", key],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    assert out.strip() == "1", f"{key} was not there to delete"

@@ -21,8 +21,7 @@ from coreapi.allocation.servicefields import (
 )
 from genericapi.apimachinery.errors import APIError
 from genericapi.registry.options import DeleteOptions
-from genericapi.storage import errors as serrors
-from genericapi.storage.etcd import KeyValue
+from support.allocation_fakes import FakeEtcd, FakeIPAddresses
 
 
 # -- ranges ---------------------------------------------------------------------------------
@@ -110,41 +109,6 @@ def test_dry_run_operation_checks_only_holders() -> None:
     assert bitmap.taken() == [30001]
 
 
-class FakeEtcd:
-    """One key-value map with etcd's create/update compare-and-swap, yielding between calls
-    so concurrent writers interleave."""
-
-    def __init__(self) -> None:
-        self.data: dict[bytes, tuple[bytes, int]] = {}
-        self.revision = 0
-        self.conflicts = 0
-
-    async def get(self, key: bytes) -> tuple[KeyValue | None, int]:
-        await asyncio.sleep(0)
-        if key not in self.data:
-            return None, self.revision
-        value, rev = self.data[key]
-        return KeyValue(key, value, rev, rev), self.revision
-
-    async def create(self, key: bytes, value: bytes) -> int:
-        await asyncio.sleep(0)
-        if key in self.data:
-            self.conflicts += 1
-            raise serrors.KeyExistsError(key.decode())
-        self.revision += 1
-        self.data[key] = (value, self.revision)
-        return self.revision
-
-    async def update(self, key: bytes, value: bytes, expected: int) -> int:
-        await asyncio.sleep(0)
-        if self.data.get(key, (b"", -1))[1] != expected:
-            self.conflicts += 1
-            raise serrors.RevisionConflictError(key.decode(), expected, self.data.get(key, (b"", 0))[1])
-        self.revision += 1
-        self.data[key] = (value, self.revision)
-        return self.revision
-
-
 async def test_two_replicas_never_share_a_port() -> None:
     etcd = FakeEtcd()
     ports = PortRange.parse("30000-30063")
@@ -167,34 +131,6 @@ async def test_two_replicas_never_share_a_port() -> None:
 
 
 # -- ClusterIPs as IPAddress objects --------------------------------------------------------
-class _Cache:
-    ready = False
-
-
-class FakeIPAddresses:
-    """The ipaddresses store as the allocator uses it: create fails with 409 when taken."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, dict[str, Any]] = {}
-        self.cache = _Cache()
-
-    def key(self, _ns: str, name: str) -> bytes:
-        return name.encode()
-
-    async def create(self, _ns: str, obj: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(0)
-        name = obj["metadata"]["name"]
-        if name in self.objects:
-            raise APIError(409, "AlreadyExists", "exists")
-        self.objects[name] = obj
-        return obj
-
-    async def delete(self, _ns: str, name: str, _opts: DeleteOptions) -> tuple[dict[str, Any], bool]:
-        if name not in self.objects:
-            raise APIError(404, "NotFound", "not found")
-        return self.objects.pop(name), True
-
-
 PARENT = {"metadata": {"namespace": "ns", "name": "svc"}}
 
 
@@ -291,35 +227,3 @@ def test_ip_families() -> None:
 ])
 def test_pod_grace_period(obj: dict[str, Any], grace: int | None, expected: int) -> None:
     assert pods.grace_period(obj, DeleteOptions(grace_period_seconds=grace)) == expected
-
-
-class FakeServices:
-    def __init__(self, items: list[dict[str, Any]]) -> None:
-        self.items = items
-
-    async def list(self, _ns: str, _opts: Any) -> Any:
-        from genericapi.registry.options import ListResult
-        return ListResult([(i, b"") for i in self.items], 1)
-
-
-async def test_repair_records_existing_services() -> None:
-    from coreapi.allocation import ServiceAllocator
-    from coreapi.allocation.repair import repair
-    ips = FakeIPAddresses()
-    ips.objects["10.0.0.7"] = {"metadata": {"name": "10.0.0.7"}}
-    allocator = ServiceAllocator(
-        ClusterIPAllocator(ServiceIPRange.parse("10.0.0.0/24"), ips),  # type: ignore[arg-type]
-        NodePortAllocator(FakeEtcd(), "/k", PortRange.parse("30000-30099")))  # type: ignore[arg-type]
-    stored = [
-        {"metadata": {"namespace": "a", "name": "old"}, "spec": {"type": "NodePort", "clusterIPs": ["10.0.0.5"],
-                                                                "ports": [{"port": 80, "nodePort": 30042}]}},
-        {"metadata": {"namespace": "a", "name": "seen"}, "spec": {"clusterIPs": ["10.0.0.7"]}},
-        {"metadata": {"namespace": "a", "name": "headless"}, "spec": {"clusterIPs": ["None"]}},
-        {"metadata": {"namespace": "a", "name": "far"}, "spec": {"clusterIPs": ["192.168.9.9"]}},
-    ]
-    await repair(FakeServices(stored), allocator)  # type: ignore[arg-type]
-    assert sorted(ips.objects) == ["10.0.0.5", "10.0.0.7"]
-    assert ips.objects["10.0.0.5"]["spec"]["parentRef"]["name"] == "old"
-    assert await allocator.ports.taken() == [30042]
-    await repair(FakeServices(stored), allocator)  # type: ignore[arg-type]  # idempotent
-    assert await allocator.ports.taken() == [30042]

@@ -97,6 +97,24 @@ async def test_bound_pods_are_forced_when_their_node_is_missing() -> None:
     assert grace == {"free": None, "bound": 0, "on-real": None}
 
 
+async def test_objects_stranded_by_a_crash_between_mark_and_remove_are_deleted_again() -> None:
+    marked = {"deletionTimestamp": "2025-01-01T00:00:00Z"}
+    clients = FakeClients({
+        "pods": [o("stranded-pod", **marked, deletionGracePeriodSeconds=0),
+                 {**o("graceful", deletionTimestamp="2999-01-01T00:00:00Z", deletionGracePeriodSeconds=30),
+                  "spec": {"nodeName": "real"}}],
+        "configmaps": [o("stranded-cm", **marked), o("held", **marked, finalizers=["example.com/x"])],
+        "nodes": [{"metadata": {"name": "real", "namespace": ""}}]})
+    deleter = NamespaceDeleter(clients)  # type: ignore[arg-type]
+    totals = await deleter.delete_content("ns", ConditionUpdater())
+    assert [name for _p, name, _pp, _g in clients.log] == ["stranded-pod"]  # the graceful pod waits
+    assert totals.remaining == {("", "pods"): 1}
+    clients._clients["pods"].items.clear()
+    totals = await deleter.delete_content("ns", ConditionUpdater())
+    assert [name for _p, name, _pp, _g in clients.log][1:] == ["stranded-cm"]  # the held one waits
+    assert totals.remaining == {("", "configmaps"): 1} and totals.finalizers == {"example.com/x": 1}
+
+
 def test_conditions_as_kube_words_them() -> None:
     cond = ConditionUpdater()
     cond.content_totals(ContentTotals({("", "configmaps"): 2, ("apps", "deployments"): 1}, {"a/b": 3}))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 from pathlib import Path
 
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
+from genericapi.controllers.tasks import cancel_and_wait
 from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
@@ -15,7 +17,7 @@ from genericapi.server.app import run_forever
 from . import catalog, conversion, namespaces, reviews, services
 from .admission import NamespaceLifecycle
 from .allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, PortRange, ServiceIPRange
-from .allocation.repair import repair as repair_allocations
+from .allocation.repair import DEFAULT_INTERVAL, DEFAULT_IP_GRACE, AllocationRepair
 from .bootstrap import bootstrap
 from .controllers import garbagecollector_policy
 from .controllers.manager import ControllerOptions
@@ -51,7 +53,9 @@ def _order_key(group: str, version: str) -> tuple[int, int, str, str]:
 
 def build_server(config: ServerConfig, secure_port: int = 6443,
                  controllers: ControllerOptions | None = None,
-                 service_cidr: ServiceIPRange | None = None, node_ports: PortRange | None = None) -> GenericAPIServer:
+                 service_cidr: ServiceIPRange | None = None, node_ports: PortRange | None = None,
+                 repair_interval: float = DEFAULT_INTERVAL,
+                 ip_leak_grace: float = DEFAULT_IP_GRACE) -> GenericAPIServer:
     service_cidr = service_cidr or ServiceIPRange.parse(DEFAULT_SERVICE_CIDR)
     schemas = SchemaCatalog.load()
     server = GenericAPIServer(
@@ -75,7 +79,8 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     allocator = services.build_allocator(server.by_resource, server.etcd, prefix, service_cidr,
                                          node_ports or PortRange.parse(DEFAULT_NODE_PORT_RANGE))
     services.install_allocation(service_store, allocator)
-    server.post_start.append(lambda _s: repair_allocations(service_store, allocator))  # before bootstrap
+    install_repair(server, AllocationRepair(service_store, allocator, interval=repair_interval,
+                                            ip_grace=ip_leak_grace))  # its first pass before bootstrap
     review = reviews.SELF_SUBJECT_REVIEW
     server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
                                                     f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
@@ -89,6 +94,23 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     if controllers is not None:
         install_controllers(server, controllers)
     return server
+
+
+def install_repair(server: GenericAPIServer, repair: AllocationRepair) -> None:
+    """A first pass once the stores run, then the loop in the background (every replica runs
+    it, as kube-apiserver's); cancelled first on shutdown."""
+    tasks: list[asyncio.Task[None]] = []
+
+    async def start(_s: GenericAPIServer) -> None:
+        first_delay = await repair.run_once()
+        tasks.append(asyncio.create_task(repair.run(first_delay), name="allocation-repair"))
+
+    async def stop(_s: GenericAPIServer) -> None:
+        while tasks:
+            await cancel_and_wait(tasks.pop())
+
+    server.post_start.append(start)
+    server.pre_shutdown.append(stop)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -105,6 +127,10 @@ def main(argv: list[str] | None = None) -> None:
                              "default/kubernetes)")
     parser.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORT_RANGE,
                         help="port range (e.g. 30000-32767) NodePort Services' node ports are allocated from")
+    parser.add_argument("--allocation-repair-interval", type=float, default=DEFAULT_INTERVAL,
+                        help="seconds between passes of the ClusterIP and NodePort repair loops (kube: 3 minutes)")
+    parser.add_argument("--ipaddress-leak-grace-period", type=float, default=DEFAULT_IP_GRACE,
+                        help="seconds an IPAddress without its Service is kept before the repair frees it")
     args = parser.parse_args(argv)
     try:
         service_cidr = ServiceIPRange.parse(args.service_cluster_ip_range)
@@ -116,5 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.controllers:
         options = ControllerOptions(root_ca=Path(args.root_ca_file).read_text() if args.root_ca_file else "")
     server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port, controllers=options,
-                          service_cidr=service_cidr, node_ports=node_ports)
+                          service_cidr=service_cidr, node_ports=node_ports,
+                          repair_interval=args.allocation_repair_interval,
+                          ip_leak_grace=args.ipaddress_leak_grace_period)
     run_forever(server.run())

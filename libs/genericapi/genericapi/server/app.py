@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
@@ -106,6 +107,17 @@ def run_forever(main: Coroutine[Any, Any, None]) -> None:
     uvloop.run(main)
 
 
+def dump_tasks() -> None:
+    """SIGUSR1: log where every asyncio task is waiting (Go's SIGQUIT goroutine dump, for a
+    process that has stopped making progress without an error)."""
+    out = io.StringIO()
+    tasks = asyncio.all_tasks()
+    out.write(f"{len(tasks)} asyncio task(s):\n")
+    for task in sorted(tasks, key=lambda t: t.get_name()):
+        task.print_stack(limit=12, file=out)
+    log.warning("%s", out.getvalue())
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: ``serve`` orders the shutdown itself."""
 
@@ -134,6 +146,7 @@ async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
+    loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
 
     async def stopper() -> None:
         await stopping.wait()

@@ -55,6 +55,11 @@ class ClusterIPAllocator:
         self._servicecidrs = servicecidrs
         self._rng = rng or random.Random()
 
+    @property
+    def store(self) -> Store:
+        """The IPAddress objects (the repair loop reads and deletes them directly)."""
+        return self._ipaddresses
+
     def ranges(self) -> list[ServiceIPRange]:
         """The ranges to allocate from: the flag's, then those of other ready ServiceCIDRs."""
         out = [self.primary]

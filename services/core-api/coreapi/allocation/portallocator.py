@@ -180,6 +180,15 @@ class NodePortAllocator:
                     return
         raise serrors.StorageError("too many concurrent node port releases")
 
+    async def snapshot(self) -> tuple[PortBitmap, KeyValue | None]:
+        """The stored bitmap and the key it came from (for ``restore``)."""
+        return await self._read()
+
+    async def restore(self, bitmap: PortBitmap, kv: KeyValue | None) -> bool:
+        """Replace the bitmap read as ``kv`` by ``bitmap``; False when it changed since (repair)."""
+        async with self._lock:
+            return await self._write(bitmap, kv)
+
     async def taken(self) -> list[int]:
         bitmap, _ = await self._read()
         return bitmap.taken()

@@ -131,6 +131,16 @@ class ConditionUpdater:
         return changed
 
 
+def stranded(meta: dict[str, Any]) -> bool:
+    """Marked for deletion, yet nothing is left to wait for: no finalizers and no grace period.
+
+    A delete with a zero grace period (an unscheduled pod) and the removal of a last finalizer
+    are two writes, as in kube: mark, then remove. A crash between them leaves the mark alone;
+    deleting such an object again removes it at once, so the deleter must not skip it.
+    """
+    return not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds")
+
+
 def deletable_namespaced(resources: list[APIResource]) -> list[APIResource]:
     """Namespaced resources that can be deleted, pods first (OrderedNamespaceDeletion)."""
     found = [r for r in resources if r.namespaced and "delete" in r.verbs and "list" in r.verbs]
@@ -192,9 +202,9 @@ class NamespaceDeleter:
                 expires = parse_time(meta.get("deletionTimestamp"))
                 if node and (node in missing_nodes or (expires is not None and expires <= now)):
                     grace = 0  # nothing will ever confirm it stopped: force it, as podgc does
-                elif meta.get("deletionTimestamp"):
+                elif meta.get("deletionTimestamp") and not stranded(meta):
                     return
-            elif meta.get("deletionTimestamp"):
+            elif meta.get("deletionTimestamp") and not stranded(meta):
                 return  # already going; waiting on its finalizers
             async with gate:
                 try:
