@@ -31,13 +31,25 @@ SERVICES = ("core-api", "extensions-api", "aggregator")
 LOCAL_BASE, LOCAL_ETCD = "kubechain/base:bookworm", "kubechain/etcd:3.5.1"
 
 
-def compose_command() -> list[str] | None:
-    """``docker compose`` (v2) when the plugin is there, else ``docker-compose`` (1.29), else None."""
-    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
-        return ["docker", "compose"]
+def _version(cmd: list[str]) -> str:
+    proc = subprocess.run([*cmd, "version", "--short"], capture_output=True, text=True)
+    return proc.stdout.strip().lstrip("v") if proc.returncode == 0 else ""
+
+
+def compose_commands() -> dict[str, list[str]]:
+    """The compose CLIs this host has, by major version: ``v2`` (the ``docker compose`` plugin, or
+    the binary named by ``KUBECHAIN_COMPOSE_V2``) and ``v1`` (``docker-compose`` 1.x, Debian's)."""
+    found: dict[str, list[str]] = {}
+    candidates = [["docker", "compose"]] if shutil.which("docker") else []
+    if os.environ.get("KUBECHAIN_COMPOSE_V2"):
+        candidates.append([os.environ["KUBECHAIN_COMPOSE_V2"]])
     if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    return None
+        candidates.append(["docker-compose"])
+    for cmd in candidates:
+        version = _version(cmd)
+        if version:
+            found.setdefault(f"v{version.split('.')[0]}", cmd)
+    return found
 
 
 def image_settings(client: docker.DockerClient) -> dict[str, str]:
@@ -183,9 +195,12 @@ class Engine:
     """What the ``engine`` fixture hands the tests: the engine, the compose CLI, the image settings."""
 
     client: docker.DockerClient
-    compose: list[str]
+    composes: dict[str, list[str]]
     images: dict[str, str]
     build_seconds: float
 
-    def stack(self, name: str, ha: bool = False) -> Stack:
-        return Stack(self.client, self.compose, self.images, f"kctest-{name}-{uuid.uuid4().hex[:6]}", ha=ha)
+    def stack(self, name: str, ha: bool = False, compose: str = "") -> Stack:
+        """A new project, run with the compose CLI of major version ``compose`` (default: the first
+        found, v2 before v1)."""
+        cli = self.composes[compose] if compose else next(iter(self.composes.values()))
+        return Stack(self.client, cli, self.images, f"kctest-{name}-{uuid.uuid4().hex[:6]}", ha=ha)

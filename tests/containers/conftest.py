@@ -17,7 +17,7 @@ import pytest
 
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed (pip install -e '.[test]')")
 
-from compose_stack import SERVICES, Engine, build_images, compose_command, image_settings  # noqa: E402
+from compose_stack import SERVICES, Engine, build_images, compose_commands, image_settings  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -29,8 +29,8 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
         client.ping()
     except Exception as err:
         pytest.skip(f"no Docker engine answers ({err.__class__.__name__}): start dockerd to run the container tests")
-    compose = compose_command()
-    if compose is None:
+    composes = compose_commands()
+    if not composes:
         pytest.skip("neither `docker compose` nor `docker-compose` is installed")
     images = image_settings(client)
     missing = [k for k, v in images.items() if not v]
@@ -49,4 +49,4 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
     started = time.monotonic()
     seconds = build_images(client, images["KUBECHAIN_BASE_IMAGE"])
     print(f"\nservice images rebuilt from the working tree in {seconds:.1f}s")
-    yield Engine(client, compose, images, time.monotonic() - started)
+    yield Engine(client, composes, images, time.monotonic() - started)

@@ -23,8 +23,13 @@ data:
 """
 
 
-def test_compose_stack_serves_kubectl_and_keeps_data(engine: Engine) -> None:
-    stack = engine.stack("default")
+@pytest.mark.parametrize("compose", ["v2", "v1"])
+def test_compose_stack_serves_kubectl_and_keeps_data(engine: Engine, compose: str) -> None:
+    """The same file with both compose CLIs: `docker compose` (v2) and Debian's docker-compose 1.29."""
+    if compose not in engine.composes:
+        pytest.skip(f"no compose {compose} here (have: {', '.join(engine.composes)}); `./dev containers` "
+                    "fetches v2 when it can")
+    stack = engine.stack("default", compose=compose)
     try:
         seconds = stack.up()
         print(f"docker compose up -d: healthy in {seconds:.1f}s")
