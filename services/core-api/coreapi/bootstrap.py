@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from genericapi.apimachinery.errors import APIError
@@ -23,23 +24,26 @@ async def _ensure(store: Store, namespace: str, obj: dict[str, object]) -> None:
             raise
 
 
-async def _ensure_absent_first(store: Store, namespace: str, obj: dict[str, object]) -> None:
+async def _ensure_absent_first(store: Store, namespace: str, obj: dict[str, object], tries: int = 50) -> None:
     """Create unless it exists. A Service's create allocates its address before it can see a
-    name conflict (and would fail with "already allocated"), so look first; a replica that lost
-    the race to create it sees the winner's Service afterwards."""
+    name conflict (and would fail with "already allocated"), so look first. A replica that lost
+    the race to create it (409, or 422 for the address the winner holds) looks again until the
+    winner's Service is there: the winner allocates first and stores the Service a moment later."""
     name = str(obj["metadata"]["name"])  # type: ignore[index]
-    try:
-        await store.get(namespace, name)
-        return
-    except APIError as err:
-        if err.code != 404:
-            raise
-    try:
-        await store.create(namespace, obj)
-    except APIError as err:
-        if err.code not in (409, 422):
-            raise
-        await store.get(namespace, name)  # raises if it still is not there
+    for attempt in range(tries):
+        try:
+            await store.get(namespace, name)
+            return
+        except APIError as err:
+            if err.code != 404:
+                raise
+        try:
+            await store.create(namespace, obj)
+            return
+        except APIError as err:
+            if err.code not in (409, 422) or attempt == tries - 1:
+                raise
+        await asyncio.sleep(0.2)
 
 
 async def bootstrap(stores: dict[tuple[str, str], Store], secure_port: int = 6443,
