@@ -170,3 +170,12 @@ def etcd_delete(endpoints: str, key: str) -> None:
     out = subprocess.run([etcdctl, "--endpoints", endpoints, "del", key],
                          capture_output=True, text=True, check=True, timeout=30).stdout
     assert out.strip() == "1", f"{key} was not there to delete"
+
+
+def etcd_put(endpoints: str, key: str, value: bytes) -> None:
+    """Write one key behind every API server's back (to stage what a crash leaves)."""
+    from kubechain_cli.chain import etcd_binary
+
+    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
+    subprocess.run([etcdctl, "--endpoints", endpoints, "put", key], input=value, capture_output=True,
+                   check=True, timeout=30)

@@ -15,6 +15,7 @@ from genericapi.server.apiserver import GenericAPIServer, client_ssl_context
 
 from .garbagecollector import GarbageCollector
 from .namespace import NamespaceController
+from .podgc import PodGarbageCollector
 from .rootca import RootCAPublisher
 from .serviceaccounts import ServiceAccountsController
 
@@ -35,7 +36,7 @@ class ControllerOptions:
 def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tuple[Controller, int]]:
     """Every controller core-api runs, with its number of workers."""
     out: list[tuple[Controller, int]] = [(ServiceAccountsController(clients), 2)]
-    out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4)]
+    out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4), (PodGarbageCollector(clients), 1)]
     if options.root_ca:
         out.append((RootCAPublisher(clients, options.root_ca), 2))
     return out
