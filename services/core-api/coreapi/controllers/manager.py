@@ -36,7 +36,9 @@ class ControllerOptions:
 def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tuple[Controller, int]]:
     """Every controller core-api runs, with its number of workers."""
     out: list[tuple[Controller, int]] = [(ServiceAccountsController(clients), 2)]
-    out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4), (PodGarbageCollector(clients), 1)]
+    out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4)]
+    if any((r.group, r.plural) == ("", "pods") for r in clients.resources()):
+        out.append((PodGarbageCollector(clients), 1))
     if options.root_ca:
         out.append((RootCAPublisher(clients, options.root_ca), 2))
     return out
