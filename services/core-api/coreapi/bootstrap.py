@@ -8,6 +8,7 @@ import logging
 from genericapi.apimachinery.errors import APIError
 from genericapi.registry.store import Store
 
+from .admission_priority import PRIORITY_CLASSES, system_priority_class_objects
 from .allocation import DEFAULT_SERVICE_CIDR, ServiceIPRange
 from .allocation.servicecidr import ensure_default_service_cidr
 
@@ -51,6 +52,10 @@ async def bootstrap(stores: dict[tuple[str, str], Store], secure_port: int = 644
     namespaces = stores[("", "namespaces")]
     for name in SYSTEM_NAMESPACES:
         await _ensure(namespaces, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    if PRIORITY_CLASSES in stores:
+        # kube-apiserver's scheduling post-start hook: created when missing, never overwritten.
+        for pc in system_priority_class_objects():
+            await _ensure(stores[PRIORITY_CLASSES], "", pc)
     cidr = service_cidr or ServiceIPRange.parse(DEFAULT_SERVICE_CIDR)
     if ("networking.k8s.io", "servicecidrs") in stores:
         await ensure_default_service_cidr(stores[("networking.k8s.io", "servicecidrs")], cidr)

@@ -16,6 +16,8 @@ from genericapi.server.app import run_forever
 
 from . import catalog, conversion, namespaces, reviews, services
 from .admission import NamespaceLifecycle
+from .admission_priority import Priority
+from .admission_tolerations import DefaultTolerationSeconds
 from .allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, PortRange, ServiceIPRange
 from .allocation.repair import DEFAULT_INTERVAL, DEFAULT_IP_GRACE, AllocationRepair
 from .bootstrap import bootstrap
@@ -85,6 +87,8 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
                                                     f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
     server.admission.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
+    server.admission.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
+    server.admission.append(DefaultTolerationSeconds())
 
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"

@@ -13,7 +13,7 @@ from typing import Any
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 
-from . import batch, configdata, pods, services, workloads
+from . import batch, configdata, pods, podupdate, scheduling, services, workloads
 
 Validator = Callable[[dict[str, Any]], list[FieldError]]
 UpdateValidator = Callable[[dict[str, Any], dict[str, Any]], list[FieldError]]
@@ -33,6 +33,7 @@ _CREATE: dict[tuple[str, str], Validator] = {
     ("apps", "DaemonSet"): workloads.validate_daemon_set,
     ("batch", "Job"): batch.validate_job,
     ("batch", "CronJob"): batch.validate_cron_job,
+    ("scheduling.k8s.io", "PriorityClass"): scheduling.validate_priority_class,
 }
 
 
@@ -44,7 +45,7 @@ def _with_selector_immutable(check: Validator) -> UpdateValidator:
 
 
 _UPDATE: dict[tuple[str, str], UpdateValidator] = {
-    ("", "Pod"): lambda new, old: pods.validate_pod(new),
+    ("", "Pod"): podupdate.validate_pod_update,
     ("", "Service"): services.validate_service_update,
     ("", "ConfigMap"): configdata.validate_config_map_update,
     ("", "Secret"): configdata.validate_secret_update,
@@ -55,6 +56,7 @@ _UPDATE: dict[tuple[str, str], UpdateValidator] = {
     ("apps", "StatefulSet"): workloads.validate_stateful_set_update,
     ("batch", "Job"): batch.validate_job_update,
     ("batch", "CronJob"): batch.validate_cron_job,
+    ("scheduling.k8s.io", "PriorityClass"): scheduling.validate_priority_class_update,
 }
 
 
