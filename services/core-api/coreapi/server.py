@@ -17,6 +17,7 @@ from genericapi.server.app import run_forever
 from . import catalog, conversion, namespaces, reviews, services
 from .admission import NamespaceLifecycle
 from .admission_priority import Priority
+from .admission_serviceaccount import ServiceAccount
 from .admission_tolerations import DefaultTolerationSeconds
 from .allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, PortRange, ServiceIPRange
 from .allocation.repair import DEFAULT_INTERVAL, DEFAULT_IP_GRACE, AllocationRepair
@@ -87,6 +88,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
                                                     f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
     server.admission.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
+    server.admission.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
     server.admission.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
     server.admission.append(DefaultTolerationSeconds())
 
