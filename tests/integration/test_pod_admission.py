@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from support.procs import ChainHandle
+from support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -167,3 +168,27 @@ def test_reserved_names_ceiling_and_immutable_value(chain: ChainHandle) -> None:
         assert status == 200 and body["value"] == 7
     finally:
         chain.kubectl("delete", "priorityclass", "pc-fixed")
+
+
+def test_status_writes_are_not_admitted_but_updates_of_the_pod_are(chain: ChainHandle, ns: str) -> None:
+    """kube's plugins leave subresource writes alone: a pod stored without the default tolerations
+    (by an older server; staged in etcd) keeps its spec through a /status write, and gets them on
+    its next update of the pod itself (DefaultTolerationSeconds admits updates too)."""
+    from support.coreapi_procs import etcd_put, etcd_value
+
+    chain.kubectl("run", "old-pod", "--image=busybox:1.36", "-n", ns)
+    key = f"{chain.chain.etcd_prefix}/pods/{ns}/old-pod"
+    stored = json.loads(etcd_value(chain.chain.etcd_endpoints, key))
+    stored["spec"].pop("tolerations")
+    etcd_put(chain.chain.etcd_endpoints, key, json.dumps(stored).encode())
+    path = f"/api/v1/namespaces/{ns}/pods/old-pod"
+    eventually(lambda: "tolerations" not in chain.json("GET", path)[1]["spec"], 10, "the staged pod served")
+    _status, live = chain.json("GET", path)
+    live["status"]["message"] = "written through /status"
+    status, out = chain.json("PUT", f"{path}/status", live)
+    assert status == 200, out
+    assert out["status"]["message"] == "written through /status" and "tolerations" not in out["spec"]
+    status, out = chain.json("PATCH", path, {"metadata": {"labels": {"touched": "yes"}}},
+                             headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 200, out
+    assert out["spec"]["tolerations"] == DEFAULT_TOLERATIONS

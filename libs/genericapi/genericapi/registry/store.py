@@ -349,7 +349,7 @@ class Store:
                 finish = await self.begin_update(new, old, dry_run)
             out = None
             try:
-                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run)
+                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run, subresource)
             finally:
                 if finish is not None:
                     await finish(out is not None)  # a failed or retried update gives back its allocations
@@ -358,9 +358,13 @@ class Store:
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
 
     async def _write_update(self, namespace: str, name: str, new: dict[str, Any], old: dict[str, Any],
-                            kv: KeyValue, pinned: bool, dry_run: bool) -> dict[str, Any] | None:
-        """Admit, validate and write one prepared update; None when a lost race means retry."""
-        for hook in self.admission:
+                            kv: KeyValue, pinned: bool, dry_run: bool, subresource: str = "") -> dict[str, Any] | None:
+        """Admit, validate and write one prepared update; None when a lost race means retry.
+
+        Admission hooks see writes of the object itself only: every plugin here (as kube's
+        NamespaceLifecycle, ServiceAccount, Priority, DefaultTolerationSeconds) leaves
+        subresource writes such as ``/status`` alone."""
+        for hook in self.admission if not subresource else ():
             await hook("UPDATE", self, namespace, new)
         errs = self.strategy.validate_update(new, old)
         if errs:
