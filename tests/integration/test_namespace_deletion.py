@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from support.coreapi_procs import etcd_keys as all_etcd_keys
 from support.procs import ChainHandle
 
 from kubechain_cli.chain import Chain
@@ -18,12 +18,7 @@ pytestmark = pytest.mark.integration
 
 def etcd_keys(chain: Chain, needle: str) -> list[str]:
     """Keys under the chain's prefix containing ``needle``, read from etcd itself."""
-    from kubechain_cli.chain import etcd_binary
-
-    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
-    out = subprocess.run([etcdctl, "--endpoints", chain.etcd_endpoints, "get", chain.etcd_prefix + "/",
-                          "--prefix", "--keys-only"], capture_output=True, text=True, check=True, timeout=30).stdout
-    return [k for k in out.splitlines() if k and needle in k]
+    return [k for k in all_etcd_keys(chain.etcd_endpoints, chain.etcd_prefix + "/") if needle in k]
 
 
 def wait_gone(chain: ChainHandle, path: str, timeout: float = 20) -> float:

@@ -14,7 +14,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,31 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubechain_cli.chain import _die_with_parent, free_port
-
-#: Lease timings a test may pass (``ControllerOptions``'s defaults are kube's 15/10/2 seconds).
-CONTROLLER_LEASE = "kube-controller-manager"
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over a Unix socket (the chain's links on one host)."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
-        self.sock = sock
+from kubechain_cli.chain import _die_with_parent, _UnixHTTPConnection, free_port
 
 
 def backend_request(url: str, method: str, path: str, body: Any = None, timeout: float = 30,
                     headers: dict[str, str] | None = None) -> tuple[int, Any]:
     """One JSON request to a backend link (``http://host:port`` or ``unix:///path``): (status, body)."""
     if url.startswith("unix://"):
-        conn: http.client.HTTPConnection = _UnixConnection(url[len("unix://"):], timeout)
+        conn: http.client.HTTPConnection = _UnixHTTPConnection(url[len("unix://"):], timeout)
     else:
         host, port = url.removeprefix("http://").rsplit(":", 1)
         conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
@@ -143,39 +125,31 @@ class CoreAPIProcess:
             self.process.wait(10)
 
 
-def etcd_keys(endpoints: str, prefix: str) -> list[str]:
-    """Every key under ``prefix`` in etcd (read with etcdctl, not through any API server)."""
+def etcdctl(endpoints: str, *args: str, value: bytes | None = None) -> bytes:
+    """Run etcdctl (the one beside the etcd binary) against ``endpoints``: straight to etcd,
+    behind every API server's back; its standard output."""
     from kubechain_cli.chain import etcd_binary
 
-    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
-    out = subprocess.run([etcdctl, "--endpoints", endpoints, "get", prefix, "--prefix", "--keys-only"],
-                         capture_output=True, text=True, check=True, timeout=30).stdout
-    return [k for k in out.splitlines() if k]
+    binary = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
+    return subprocess.run([binary, "--endpoints", endpoints, *args], input=value, capture_output=True,
+                          check=True, timeout=30).stdout
+
+
+def etcd_keys(endpoints: str, prefix: str) -> list[str]:
+    """Every key under ``prefix`` in etcd (read with etcdctl, not through any API server)."""
+    return [k for k in etcdctl(endpoints, "get", prefix, "--prefix", "--keys-only").decode().splitlines() if k]
 
 
 def etcd_value(endpoints: str, key: str) -> bytes:
     """The raw value of one key (empty when absent)."""
-    from kubechain_cli.chain import etcd_binary
-
-    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
-    return subprocess.run([etcdctl, "--endpoints", endpoints, "get", key, "--print-value-only"],
-                          capture_output=True, check=True, timeout=30).stdout.rstrip(b"\n")
+    return etcdctl(endpoints, "get", key, "--print-value-only").rstrip(b"\n")
 
 
 def etcd_delete(endpoints: str, key: str) -> None:
     """Delete one key behind every API server's back (what a crash between two writes leaves)."""
-    from kubechain_cli.chain import etcd_binary
-
-    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
-    out = subprocess.run([etcdctl, "--endpoints", endpoints, "del", key],
-                         capture_output=True, text=True, check=True, timeout=30).stdout
-    assert out.strip() == "1", f"{key} was not there to delete"
+    assert etcdctl(endpoints, "del", key).strip() == b"1", f"{key} was not there to delete"
 
 
 def etcd_put(endpoints: str, key: str, value: bytes) -> None:
     """Write one key behind every API server's back (to stage what a crash leaves)."""
-    from kubechain_cli.chain import etcd_binary
-
-    etcdctl = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
-    subprocess.run([etcdctl, "--endpoints", endpoints, "put", key], input=value, capture_output=True,
-                   check=True, timeout=30)
+    etcdctl(endpoints, "put", key, value=value)

@@ -102,9 +102,9 @@ class AllocationRepair:
                 delay = self.interval
 
     async def run_once(self) -> float:
-        """One pass over both; the seconds until the next one is due."""
-        await self.repair_ports()
-        return await self.repair_ips()
+        """One pass over both, on one listing of the Services; the seconds until the next is due."""
+        services = await self.repair_ports()
+        return await self.repair_ips(services)
 
     async def _services(self) -> dict[ServiceKey, dict[str, Any]]:
         listed = await self.services.list("", ListOptions())
@@ -112,23 +112,23 @@ class AllocationRepair:
                 for svc, _raw in listed.items}
 
     # -- ClusterIPs ------------------------------------------------------------------------
-    async def repair_ips(self) -> float:
-        ips = self.allocator.ips
-        services = await self._services()
+    async def repair_ips(self, services: dict[ServiceKey, dict[str, Any]]) -> float:
+        """Records for the Services' ClusterIPs, leaked records freed (listed after ``services``,
+        so a record newer than that listing is young and kept)."""
+        listed = await self.allocator.ips.store.list("", ListOptions())
+        records = {str(obj["metadata"].get("name", "")): obj for obj, _raw in listed.items}
         claimed = 0
         for svc in services.values():
             for ip in _canonical_ips(svc):
-                claimed += await self._ensure_ip(ip, svc, services)
-        listed = await ips.store.list("", ListOptions())
+                claimed += await self._ensure_ip(ip, svc, services, records)
         now = self.clock()
         next_due = self.interval
         freed = 0
-        for obj, _raw in listed.items:
+        for name, obj in records.items():
             meta = obj.get("metadata") or {}
             if (meta.get("labels") or {}).get(LABEL_MANAGED_BY) != MANAGER:
                 continue  # not the allocator's: another controller's business
             ref = (obj.get("spec") or {}).get("parentRef") or {}
-            name = str(meta.get("name", ""))
             if ref.get("group", "") == "" and ref.get("resource") == "services":
                 parent = services.get((str(ref.get("namespace", "")), str(ref.get("name", ""))))
                 if parent is not None and name in _canonical_ips(parent):
@@ -147,32 +147,32 @@ class AllocationRepair:
             log.info("ClusterIP repair: %d recorded, %d leaked ones freed", claimed, freed)
         return max(next_due, 0.5)
 
-    async def _ensure_ip(self, ip: str, svc: dict[str, Any], services: dict[ServiceKey, dict[str, Any]]) -> int:
-        """Record ``ip`` for ``svc`` unless it is; repoint a record whose Service is gone."""
+    async def _ensure_ip(self, ip: str, svc: dict[str, Any], services: dict[ServiceKey, dict[str, Any]],
+                         records: dict[str, dict[str, Any]]) -> int:
+        """Record ``ip`` for ``svc`` unless ``records`` has it; repoint a record whose Service is
+        gone (dropping it from ``records``, which then hold only what the leak check should see)."""
         ips = self.allocator.ips
+        namespace, name = svc["metadata"].get("namespace", ""), svc["metadata"].get("name", "")
         addr = parse_ip(ip)
         if addr is None or not any(r.contains(addr) for r in ips.ranges()):
             log.warning("ClusterIP %s of Service %s/%s is not within any service CIDR; please recreate",
-                        ip, svc["metadata"].get("namespace"), svc["metadata"].get("name"))
+                        ip, namespace, name)
             return 0
-        if await ips.claim(ip, svc):
-            log.warning("ClusterIP %s of Service %s/%s was not allocated; repaired",
-                        ip, svc["metadata"].get("namespace"), svc["metadata"].get("name"))
+        current = records.get(ip)
+        if current is None:
+            if not await ips.claim(ip, svc):
+                return 0  # recorded meanwhile (a create racing with this pass): the next pass looks again
+            log.warning("ClusterIP %s of Service %s/%s was not allocated; repaired", ip, namespace, name)
             return 1
-        try:
-            current = await ips.store.get("", ip)
-        except APIError as err:
-            if err.code == 404:
-                return 0  # released in between: the next pass looks again
-            raise
         ref = (current.get("spec") or {}).get("parentRef") or {}
         key = (str(ref.get("namespace", "")), str(ref.get("name", "")))
-        mine = key == (svc["metadata"].get("namespace", ""), svc["metadata"].get("name", ""))
-        if mine or (ref.get("resource") == "services" and key in services):
-            if not mine:
-                log.warning("ClusterIP %s was assigned to Services %s/%s and %s/%s; please recreate one",
-                            ip, *key, svc["metadata"].get("namespace"), svc["metadata"].get("name"))
+        if key == (namespace, name):
             return 0
+        if ref.get("resource") == "services" and key in services:
+            log.warning("ClusterIP %s was assigned to Services %s/%s and %s/%s; please recreate one",
+                        ip, *key, namespace, name)
+            return 0
+        records.pop(ip)
         await self._delete_ip(ip, str((current.get("metadata") or {}).get("uid", "")))
         return int(await ips.claim(ip, svc))
 
@@ -186,7 +186,8 @@ class AllocationRepair:
         return 1
 
     # -- NodePorts -------------------------------------------------------------------------
-    async def repair_ports(self) -> None:
+    async def repair_ports(self) -> dict[ServiceKey, dict[str, Any]]:
+        """Rebuild the bitmap from the Services; the Services it was rebuilt from."""
         ports = self.allocator.ports
         for _ in range(_CAS_TRIES):
             stored, kv = await ports.snapshot()  # before the Services: see the module docstring
@@ -194,8 +195,9 @@ class AllocationRepair:
             rebuilt, leaks = self._rebuild_ports(stored, services)
             if rebuilt.bits == stored.bits or await ports.restore(rebuilt, kv):
                 self.port_leaks = leaks
-                return
+                return services
         log.warning("node port repair: the bitmap kept changing; trying again next pass")
+        return services
 
     def _rebuild_ports(self, stored: PortBitmap,
                        services: dict[ServiceKey, dict[str, Any]]) -> tuple[PortBitmap, dict[int, int]]:

@@ -21,16 +21,18 @@ from typing import Any
 from genericapi.apimachinery.errors import APIError
 from genericapi.controllers import ClientSet, Controller, Informer
 
+from .namespace import stranded
+
 #: How long a marked unscheduled pod may wait for its own removal before the collector steps in
 #: (the API server's second write comes milliseconds after the first).
 GRACE = 2.0
 
 
 def stranded_unscheduled(pod: dict[str, Any]) -> bool:
-    """Marked for deletion, never scheduled, and held by no finalizer."""
+    """Marked for deletion, never scheduled, and waiting for nothing (see ``namespace.stranded``)."""
     meta = pod.get("metadata") or {}
     return bool(meta.get("deletionTimestamp")) and not (pod.get("spec") or {}).get("nodeName") \
-        and not meta.get("finalizers")
+        and stranded(meta)
 
 
 class PodGarbageCollector(Controller):
