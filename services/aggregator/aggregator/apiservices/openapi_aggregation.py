@@ -193,8 +193,11 @@ class OpenAPIAggregation:
                 job.add_done_callback(self._jobs.discard)
             wait = min(self._due.values(), default=now + 3600.0) - now
             self._wake.clear()
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
+            # that arrives as the wake-up does, and stop() would then wait for this loop forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.05))
+                async with asyncio.timeout(max(wait, 0.05)):
+                    await self._wake.wait()
 
     async def _refresh_and_requeue(self, name: str) -> None:
         try:
