@@ -43,6 +43,28 @@ class BuiltinStrategy(Strategy):
 
     def default(self, obj: dict[str, Any]) -> None:
         defaults.apply(self.info, obj)
+        for key in self._struct_sections():
+            if obj.get(key) is None:
+                # A non-pointer struct in Go: encoded as {} however empty (kube answers
+                # "spec": {} for a Node created without one), in Go's field order.
+                obj[key] = {}
+                if key == "spec" and "status" in obj:
+                    obj["status"] = obj.pop("status")
+
+    def _struct_sections(self) -> tuple[str, ...]:
+        """The kind's top-level ``spec``/``status`` fields that are Go structs (not pointers: in
+        every built-in kind they are), known from the schema."""
+        cached = getattr(self, "_sections", None)
+        if cached is None:
+            cached = ()
+            schemas = self.schemas
+            root = schemas.root_schema(self.info.group, self.info.version, self.info.kind) if schemas else None
+            if schemas is not None and root is not None:
+                props = root.get("properties") or {}
+                cached = tuple(key for key in ("spec", "status")
+                               if key in props and "properties" in schemas.resolve(props[key]))
+            self._sections = cached
+        return cached
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errs = self._validate_schema(obj)

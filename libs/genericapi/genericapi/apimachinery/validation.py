@@ -12,13 +12,11 @@ fields and enum violations as field errors. Name/metadata validators live in
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from genericapi.apimachinery import errors
+from genericapi.apimachinery import errors, gowire
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.quantity import parse_quantity
 from genericapi.apimachinery.schemas import SchemaCatalog, node_types
@@ -67,6 +65,9 @@ _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
 _MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+#: ``ValidationResult.canonical``'s value for a field to remove.
+DROP = object()
 #: Definitions whose Go types unmarshal themselves from any JSON.
 _FREE_FORM = {
     "io.k8s.apimachinery.pkg.runtime.RawExtension",
@@ -78,8 +79,6 @@ _FREE_FORM = {
 }
 _QUANTITY_FORMAT_ERROR = ("quantities must match the regular expression "
                           "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
-_RFC3339_RE = re.compile(
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
@@ -91,6 +90,17 @@ class ValidationResult:
     unknown_fields: list[str] = field(default_factory=list)
     #: First decode failure, Go-worded (without the "<Kind> in version ..." prefix), or None.
     decode_error: str | None = None
+    #: Values Go's decode/encode round trip would write differently (``gowire``): (holder, key,
+    #: canonical value), or ``DROP`` as the value for a field Go's ``omitempty`` leaves out.
+    canonical: list[tuple[Any, Any, Any]] = field(default_factory=list)
+
+    def apply_canonical(self) -> None:
+        """Rewrite the checked object in place to what kube-apiserver would store and answer."""
+        for holder, key, value in self.canonical:
+            if value is DROP:
+                holder.pop(key, None)
+            else:
+                holder[key] = value
 
 
 def decode_error_message(kind: str, version: str, detail: str) -> str:
@@ -156,7 +166,7 @@ class _Walker:
     # walking ----------------------------------------------------------------------------------
 
     def walk(self, value: Any, node: dict[str, Any], path: str, struct: str | None,
-             go_path: list[str]) -> None:
+             go_path: list[str], holder: Any = None, slot: Any = None) -> None:
         if self.fatal or value is None:
             return
         name, resolved = self.catalog.resolve_named(node)
@@ -169,7 +179,7 @@ class _Walker:
             self.check_int_or_string(value)
             return
         if name in (_TIME, _MICRO_TIME):
-            self.check_time(value, micro=name == _MICRO_TIME)
+            self.check_time(value, name == _MICRO_TIME, holder, slot)
             return
         types = node_types(resolved)
         if not types:
@@ -179,6 +189,11 @@ class _Walker:
                 self.type_error(_json_kind(value), struct, go_path, node)
                 return
             self.walk_object(value, resolved, path, name, struct, go_path)
+            if name == _OBJECT_META:
+                for key in gowire.OBJECT_META_OMITEMPTY:
+                    child = value.get(key, 0)
+                    if child is None or (isinstance(child, (dict, list)) and not child):
+                        self.result.canonical.append((value, key, DROP))
         elif "array" in types:
             if not isinstance(value, list):
                 self.type_error(_json_kind(value), struct, go_path, node)
@@ -186,9 +201,9 @@ class _Walker:
             items = self.catalog.items_schema(resolved)
             if items is not None:
                 for index, item in enumerate(value):
-                    self.walk(item, items, f"{path}[{index}]", struct, go_path)
+                    self.walk(item, items, f"{path}[{index}]", struct, go_path, value, index)
         else:
-            self.check_scalar(value, resolved, types, path, struct, go_path, node)
+            self.check_scalar(value, resolved, types, path, struct, go_path, node, holder, slot)
 
     def walk_object(self, value: dict[str, Any], resolved: dict[str, Any], path: str,
                     name: str | None, struct: str | None, go_path: list[str]) -> None:
@@ -197,7 +212,7 @@ class _Walker:
             extra = self.catalog.additional_properties_schema(resolved)
             if extra is not None:
                 for key, child in value.items():
-                    self.walk(child, extra, f"{path}.{key}" if path else key, struct, go_path)
+                    self.walk(child, extra, f"{path}.{key}" if path else key, struct, go_path, value, key)
             return
         struct_name = name.rpartition(".")[2] if name else struct
         for key, child in value.items():
@@ -206,7 +221,7 @@ class _Walker:
             if child_node is None:
                 self.result.unknown_fields.append(child_path)
                 continue
-            self.walk(child, child_node, child_path, struct_name, [*go_path, key])
+            self.walk(child, child_node, child_path, struct_name, [*go_path, key], value, key)
         top_level = not path
         if path == "status" or path.startswith(("status.", "status[")):
             # Status is written by controllers; kube-apiserver never rejects an object for a
@@ -221,7 +236,8 @@ class _Walker:
                 self.result.errors.append(errors.required(f"{path}.{required}" if path else required))
 
     def check_scalar(self, value: Any, resolved: dict[str, Any], types: frozenset[str], path: str,
-                     struct: str | None, go_path: list[str], node: dict[str, Any]) -> None:
+                     struct: str | None, go_path: list[str], node: dict[str, Any],
+                     holder: Any = None, slot: Any = None) -> None:
         if isinstance(value, (dict, list)):
             self.type_error(_json_kind(value), struct, go_path, node)
             return
@@ -246,7 +262,7 @@ class _Walker:
                 self.type_error(_json_kind(value), struct, go_path, node)
                 return
             if resolved.get("format") == "byte":
-                self.check_base64(value)
+                self.check_base64(value, holder, slot)
             enum = resolved.get("enum")
             last = path.rpartition(".")[2]
             if enum and value and last not in ("apiVersion", "kind") and value not in enum:
@@ -274,22 +290,27 @@ class _Walker:
         desc = f"number {value}" if isinstance(value, float) else _json_kind(value)
         self.custom_error(f"json: cannot unmarshal {desc} into Go value of type int32")
 
-    def check_time(self, value: Any, micro: bool) -> None:
-        layout = "2006-01-02T15:04:05.000000Z07:00" if micro else "2006-01-02T15:04:05Z07:00"
+    def check_time(self, value: Any, micro: bool, holder: Any, slot: Any) -> None:
         if not isinstance(value, str):
             self.custom_error(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
             return
-        if not _RFC3339_RE.match(value):
-            self.custom_error(f'parsing time "{value}" as "{layout}": cannot parse "{value}" as "2006"')
-
-    def check_base64(self, value: str) -> None:
         try:
-            base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            position = next((i for i, c in enumerate(value)
-                             if not (c.isalnum() and c.isascii()) and c not in "+/="), len(value))
+            canonical = gowire.canonical_time(value, micro)
+        except ValueError as err:
+            self.custom_error(str(err))
+            return
+        if canonical != value and holder is not None:
+            self.result.canonical.append((holder, slot, canonical))
+
+    def check_base64(self, value: str, holder: Any, slot: Any) -> None:
+        try:
+            canonical = gowire.canonical_base64(value)
+        except ValueError as err:
             if self.result.decode_error is None:
-                self.result.decode_error = f"illegal base64 data at input byte {position}"
+                self.result.decode_error = str(err)
+            return
+        if canonical != value and holder is not None:
+            self.result.canonical.append((holder, slot, canonical))
 
 
 _TIME_REFS = ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime")

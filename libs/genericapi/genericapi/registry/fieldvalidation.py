@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from genericapi.apimachinery import errors as apierrors
-from genericapi.apimachinery import validation
+from genericapi.apimachinery import gowire, validation
 
 from .strategy import Strategy
 
@@ -21,8 +21,10 @@ def check_fields(strategy: Strategy, obj: dict[str, Any], mode: str, duplicates:
     info = strategy.info
     own = strategy.prune_unknown_fields(obj)
     if own is not None:
-        # A kind with its own schema (a custom resource) pruned itself, as kube's CR decoder does.
+        # A kind with its own schema (a custom resource) pruned itself, as kube's CR decoder does;
+        # its metadata still round-trips through ObjectMeta (kube's objectmeta.Coerce).
         unknown = own
+        gowire.drop_empty_meta_collections(obj.get("metadata"))
     else:
         schemas = strategy.schemas
         if schemas is None:
@@ -34,6 +36,7 @@ def check_fields(strategy: Strategy, obj: dict[str, Any], mode: str, duplicates:
         unknown = result.unknown_fields
         for path in unknown:
             prune_path(obj, path)
+        result.apply_canonical()
     problems = []
     if mode != "Ignore" and (duplicates or unknown):
         problems = validation.strict_field_messages(obj, duplicates, unknown)

@@ -245,7 +245,9 @@ class Store:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
-        if meta.get("resourceVersion"):
+        if not dry_run and _set_resource_version(meta):
+            # etcd3's store.Create: a version that parses as a non-zero number is refused (500, kube's
+            # ErrResourceVersionSetOnCreate); anything else ("v1", "0", "-1") is cleared and ignored.
             raise apierrors.internal_error("resourceVersion should not be set on objects to be created")
         generated = not meta.get("name") and bool(meta.get("generateName"))
         for hook in self.admission:
@@ -609,6 +611,16 @@ def _shift_rfc3339(stamp: str, seconds: int) -> str:
     except ValueError:
         when = datetime.now(UTC)
     return (when + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _set_resource_version(meta: dict[str, Any]) -> bool:
+    """Whether a create's ``metadata.resourceVersion`` names a version (Go's ParseUint, non-zero);
+    any other value is dropped, as kube's PrepareObjectForStorage clears it."""
+    rv = meta.get("resourceVersion")
+    if isinstance(rv, str) and rv.isascii() and rv.isdigit() and len(rv) <= 20 and 0 < int(rv) < 2**64:
+        return True
+    meta.pop("resourceVersion", None)
+    return False
 
 
 def _parse_rv(rv: str) -> int:

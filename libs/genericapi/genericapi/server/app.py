@@ -59,7 +59,9 @@ def build_app(name: str, api: ASGIApp, health: HealthChecks, *, on_start: Hook |
         from prometheus_client import REGISTRY
         return Response(generate_latest(registry or REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
+    # kube-apiserver serves both (go-restful's route "/" under "/version"); kr8s asks for "/version/".
     app.add_api_route("/version", version, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/version/", version, methods=["GET"], include_in_schema=False)
     app.add_api_route("/metrics", metrics, methods=["GET"], include_in_schema=False)
     if extra is not None:
         extra(app)
@@ -134,7 +136,7 @@ async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
     let in-flight requests finish (bounded), end watches, exit (kube-apiserver's order)."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             loop="none", http=http_protocol, timeout_graceful_shutdown=int(graceful_timeout),
-                            access_log=False, timeout_keep_alive=60, **(ssl_options or {}))
+                            access_log=False, timeout_keep_alive=60, server_header=False, **(ssl_options or {}))
     server = _Server(config)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()

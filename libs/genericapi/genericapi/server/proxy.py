@@ -34,6 +34,10 @@ HOP_BY_HOP = frozenset({
     "trailers", "transfer-encoding", "upgrade", "host", "content-length",
 })
 
+#: Response headers the gateway's own HTTP server writes (once): the upstream's copies are dropped,
+#: so a proxied answer carries one ``Date`` and, as kube-apiserver's, no ``Server``.
+RESPONSE_OWN = HOP_BY_HOP | {"date", "server"}
+
 #: Methods sent again to the next replica when one dies after it began to answer (it may have
 #: acted on the request: only these are safe to repeat; others get a 503).
 RETRY_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -192,7 +196,7 @@ class ReverseProxy:
 
     async def _relay_unix(self, resp: UnixResponse, receive: Receive, send: Send) -> None:
         """Stream a chunked answer (a watch) through as it comes."""
-        out_headers = [(k, v) for k, v in resp.headers if k.decode("latin-1") not in HOP_BY_HOP]
+        out_headers = [(k, v) for k, v in resp.headers if k.decode("latin-1") not in RESPONSE_OWN]
         await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
 
         async def pump() -> None:
@@ -235,7 +239,7 @@ class ReverseProxy:
     async def _relay(self, resp: aiohttp.ClientResponse, receive: Receive, send: Send) -> None:
         """Stream a chunked answer (a watch) through as it comes."""
         out_headers = [(k.lower(), v) for k, v in resp.raw_headers
-                       if k.lower().decode("latin-1") not in HOP_BY_HOP]
+                       if k.lower().decode("latin-1") not in RESPONSE_OWN]
         await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
 
         async def pump() -> None:
@@ -252,7 +256,7 @@ class ReverseProxy:
 
 async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]], data: bytes) -> None:
     """An answer read whole from the upstream (it had a Content-Length), without hop-by-hop headers."""
-    out = [(k, v) for k, v in headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
+    out = [(k, v) for k, v in headers if k.decode("latin-1").lower() not in RESPONSE_OWN]
     out.append((b"content-length", str(len(data)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": data, "more_body": False})
