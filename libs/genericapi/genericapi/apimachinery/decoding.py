@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -122,6 +124,9 @@ def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, 
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
+        too_deep = _too_deep(body)
+        if too_deep is not None:
+            raise _decode_failure(f"couldn't get version/kind; json parse error: {too_deep}", body, kind) from None
         # Invalid UTF-8 or huge integers are fine for Go; anything else is a real syntax error,
         # worded as Go's decoder words it (the slow scanner runs only on this path).
         syntax = go_syntax_error(body)
@@ -131,12 +136,81 @@ def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, 
         if not detect_duplicates:
             return value, []
     tracker = _DuplicateTracker()
-    value = json.loads(body.decode("utf-8", "replace"), object_pairs_hook=tracker,
-                       parse_constant=_reject_constant, parse_int=_parse_int)
+    text = body.decode("utf-8", "replace")
     paths: list[str] = []
-    if detect_duplicates and tracker.repeated:
-        _duplicate_paths(value, tracker.repeated, "", paths)
+    try:
+        value = json.loads(text, object_pairs_hook=tracker, parse_constant=_reject_constant, parse_int=_parse_int)
+        if detect_duplicates and tracker.repeated:
+            _duplicate_paths(value, tracker.repeated, "", paths)
+    except RecursionError:
+        # Deeper than this slower parse can go (Python's recursion limit, some 900 levels).
+        message = _too_deep(body, 0) or "exceeded max depth"
+        raise _decode_failure(f"couldn't get version/kind; json parse error: {message}", body, kind) from None
+    if "\\u" in text and _has_surrogate(value):
+        value = _replace_surrogates(value)
     return value, [f'duplicate field "{p}"' for p in paths]
+
+
+#: Nesting kubechain decodes (orjson's limit); kube's decoder allows 10,000 levels, so bodies
+#: between the two are refused here where kube would accept them (none seen in practice).
+MAX_JSON_DEPTH = 1000
+
+
+def _too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Go's scanner error for a body nested deeper than ``limit`` (0: its deepest point), else None."""
+    openings = list(_openings(body)) if limit == 0 else None
+    if openings is not None:
+        limit = max((depth for _, depth in openings), default=1) - 1
+    for index, depth in openings if openings is not None else _openings(body):
+        if depth > limit:
+            return f"invalid character '{chr(body[index])}' exceeded max depth"
+    return None
+
+
+def _openings(body: bytes) -> Iterator[tuple[int, int]]:
+    """(index, nesting depth) of every ``[`` and ``{`` outside strings: an iterative scan."""
+    depth = 0
+    in_string = escaped = False
+    for index, byte in enumerate(body):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            yield index, depth
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+def _replace_surrogates(value: Any) -> Any:
+    """Go's decoder turns an escaped lone UTF-16 surrogate (``"\\ud800"``) into U+FFFD; Python keeps
+    it, and it could then never be encoded as UTF-8 again."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    return value
 
 
 # --- YAML -------------------------------------------------------------------------------------

@@ -24,10 +24,15 @@ def int_param(params: Mapping[str, str], name: str) -> int | None:
     value = params.get(name)
     if value is None or value == "":
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise apierrors.bad_request(f'invalid value for {name}: "{value}"') from None
+    # kube decodes query parameters with Go's strconv.ParseInt(value, 10, 64) and answers its
+    # error as a 400.
+    digits = value[1:] if value[:1] in "+-" else value
+    if not (digits.isascii() and digits.isdigit()):
+        raise apierrors.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    number = int(value) if len(digits) <= 20 else 2**64
+    if not -(2**63) <= number <= 2**63 - 1:
+        raise apierrors.bad_request(f'strconv.ParseInt: parsing "{value}": value out of range')
+    return number
 
 
 #: The options kind kube-apiserver validates a write's query against, by HTTP method.

@@ -131,9 +131,13 @@ async def patch(t: Target, request: Request) -> Response:
             raise apierrors.bad_request("the patch must produce an object")
         raw_meta = new.get("metadata")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-        if meta.get("name", t.name) != t.name:
+        # kube's checkName on the patched object: a patch may not rename, move or unname it.
+        if meta.get("name") != t.name:
             raise apierrors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({t.name})")
+                f"the name of the object ({meta.get('name') or ''}) does not match the name on the URL ({t.name})")
+        if t.namespace and meta.get("namespace") and meta.get("namespace") != t.namespace:
+            raise apierrors.bad_request(f"the namespace of the object ({meta.get('namespace')}) does not match "
+                                        f"the namespace on the URL ({t.namespace})")
         check_type(new, t.store.info.kind, t.store.info.api_version)
         warnings.extend(check_fields(t.store.strategy, new, validation, []))
         return new

@@ -49,8 +49,10 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
         line = _event_line("ERROR", orjson.dumps(err.status()))
         return Response(line, media_type="application/json")
     timeout = opts.timeout_seconds
-    if timeout is None or timeout <= 0:
+    if timeout is None or timeout == 0:
         timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
+    elif timeout < 0:
+        timeout = 0  # kube's timer for a negative timeout fires at once: the watch ends there
     info = store.info
     bookmarks = opts.allow_bookmarks
     interval = float(request.scope.get("kubechain.bookmark_interval", BOOKMARK_INTERVAL))

@@ -1,0 +1,101 @@
+"""Bad input that used to get a 500 (or a 200 it should not) and what kube-apiserver answers.
+
+- ``limit``/``timeoutSeconds`` are decoded with Go's ``strconv.ParseInt``: a 400 with its error.
+- An escaped lone UTF-16 surrogate (``"\\ud800"``) decodes to U+FFFD in Go: the write succeeds.
+- JSON nested past what the decoder takes: a 400 with Go's scanner wording. kube's decoder takes
+  10,000 levels; kubechain's 1,000 (about 900 with strict field validation): a deliberate
+  deviation, never a 500.
+- A patch may not move an object to another namespace or drop its name (kube's ``checkName``).
+- ``timeoutSeconds`` below zero: kube's watch timer fires at once, so the watch ends at once.
+- ``$patch: bogus`` in a strategic merge patch: kube itself answers 500 with an empty reason
+  (``mergepatch.ErrBadPatchType`` is not among the errors its patch handler turns into 400s).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from support.procs import ChainHandle
+
+pytestmark = pytest.mark.integration
+
+NS = "default"
+CMS = f"/api/v1/namespaces/{NS}/configmaps"
+
+
+def nested(depth: int) -> bytes:
+    return (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":'
+            + b"[" * depth + b"]" * depth + b"}")
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("limit=99999999999999999999999", 'strconv.ParseInt: parsing "99999999999999999999999": value out of range'),
+    ("limit=abc", 'strconv.ParseInt: parsing "abc": invalid syntax'),
+    ("limit=1_0", 'strconv.ParseInt: parsing "1_0": invalid syntax'),
+    ("watch=1&timeoutSeconds=9223372036854775808",
+     'strconv.ParseInt: parsing "9223372036854775808": value out of range'),
+])
+def test_integer_query_parameters_are_parsed_as_go_does(chain: ChainHandle, query: str, message: str) -> None:
+    status, body = chain.json("GET", f"{CMS}?{query}")
+    assert status == 400, body
+    assert body["reason"] == "BadRequest" and body["message"] == message
+
+
+def test_a_lone_surrogate_becomes_the_replacement_character(chain: ChainHandle) -> None:
+    raw = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"surrogate"},"data":{"a":"x\\ud800y"}}'
+    status, _h, body = chain.request("POST", CMS, raw=raw)
+    assert status == 201, body
+    status, got = chain.json("GET", f"{CMS}/surrogate")
+    assert got["data"]["a"] == "x\ufffdy"
+
+
+@pytest.mark.parametrize("validation", ["Strict", "Ignore"])
+def test_json_nested_too_deep_is_a_400(chain: ChainHandle, validation: str) -> None:
+    status, _h, body = chain.request("POST", f"{CMS}?fieldValidation={validation}", raw=nested(20_000))
+    assert status == 400, body[:300]
+    assert b"json parse error: invalid character '[' exceeded max depth" in body
+
+
+def test_json_nested_a_few_hundred_levels_decodes(chain: ChainHandle) -> None:
+    # The unknown field is pruned (reported under Strict), as kube does.
+    status, body = chain.json("POST", f"{CMS}?fieldValidation=Ignore", raw=nested(600))
+    assert status == 201, body
+    assert "x" not in body
+    chain.json("DELETE", f"{CMS}/deep")
+
+
+def test_a_patch_cannot_move_or_unname_an_object(chain: ChainHandle) -> None:
+    chain.kubectl("create", "configmap", "stays-put", "--from-literal=a=b")
+    json_patch = {"Content-Type": "application/json-patch+json"}
+    status, body = chain.json("PATCH", f"{CMS}/stays-put",
+                              [{"op": "replace", "path": "/metadata/namespace", "value": "kube-system"}],
+                              headers=json_patch)
+    assert status == 400, body
+    assert body["message"] == ("the namespace of the object (kube-system) does not match the namespace on the URL "
+                               f"({NS})")
+    status, body = chain.json("PATCH", f"{CMS}/stays-put", [{"op": "remove", "path": "/metadata"}],
+                              headers=json_patch)
+    assert status == 400, body
+    assert body["message"] == "the name of the object () does not match the name on the URL (stays-put)"
+    status, body = chain.json("PATCH", f"{CMS}/stays-put", {"metadata": {"name": "renamed"}},
+                              headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 400 and body["message"] == (
+        "the name of the object (renamed) does not match the name on the URL (stays-put)")
+    status, got = chain.json("GET", f"{CMS}/stays-put")
+    assert got["metadata"]["namespace"] == NS and got["data"] == {"a": "b"}
+
+
+def test_a_negative_watch_timeout_ends_the_watch_at_once(chain: ChainHandle) -> None:
+    started = time.monotonic()
+    status, _h, _body = chain.request("GET", f"{CMS}?watch=1&timeoutSeconds=-1&resourceVersion=1")
+    assert status == 200
+    assert time.monotonic() - started < 5
+
+
+def test_an_unknown_patch_directive_gets_kubes_own_500(chain: ChainHandle) -> None:
+    chain.kubectl("create", "configmap", "bogus-directive", "--from-literal=a=b")
+    status, body = chain.json("PATCH", f"{CMS}/bogus-directive", {"data": {"$patch": "bogus"}},
+                              headers={"Content-Type": "application/strategic-merge-patch+json"})
+    assert status == 500 and body["reason"] == ""
+    assert body["message"] == "unknown patch type: bogus in map: map[$patch:bogus]"
