@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from genericapi.server import encryptionconfig
 from genericapi.server.certs import CertPaths, ensure_certificates
 
 
@@ -104,6 +105,9 @@ class Chain:
     replica_grpc: dict[str, list[str]] = field(default_factory=dict)
     #: Every gateway's HTTPS port; the first is ``port``.
     gateway_ports: list[int] = field(default_factory=list)
+    #: Encryption at rest (``--encryption-provider-config``): "" writes and uses a default file in the
+    #: data dir (Secrets with a fresh aescbc key, kept), "none" encrypts nothing, else a file of yours.
+    encryption_config: str = ""
 
     @property
     def pki(self) -> CertPaths:
@@ -173,6 +177,7 @@ class Chain:
             raise ValueError(f"replicas must be at least 1, not {self.replicas}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         paths = ensure_certificates(self.data_dir / "pki")
+        encryption = self._encryption_args()
         endpoints = self.etcd_endpoints
         if not endpoints:
             endpoints = self._start_etcd()
@@ -181,7 +186,7 @@ class Chain:
         common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
                   "--watch-bookmark-interval", str(self.bookmark_interval),
                   "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay),
-                  "--advertise-address", f"127.0.0.1:{self.port}"]
+                  "--advertise-address", f"127.0.0.1:{self.port}", *encryption]
         listen: dict[str, list[list[str]]] = {}
         if self.backend_transport == "unix":
             # On one host the links of the chain are Unix sockets in a directory only this user
@@ -231,6 +236,14 @@ class Chain:
                          *members, *self._control_args()])
         self.write_kubeconfig()
         self.wait_ready(timeout)
+
+    def _encryption_args(self) -> list[str]:
+        if self.encryption_config == "none":
+            return []
+        path = Path(self.encryption_config) if self.encryption_config else self.data_dir / "encryption-config.yaml"
+        if not self.encryption_config:
+            encryptionconfig.write_default(path)
+        return ["--encryption-provider-config", str(path)]
 
     def _control_args(self) -> list[str]:
         """The aggregator's flags naming each member's control address, in chain order."""

@@ -33,9 +33,13 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--replicas", type=replica_count, default=1,
                     help="processes of each service (core-api, extensions-api, gateway) on the one etcd; "
                          "the first gateway listens on --port, the others on free ports (printed)")
+    up.add_argument("--encryption-provider-config", default="",
+                    help="kube's EncryptionConfiguration for data at rest (default: Secrets encrypted with "
+                         "an aescbc key made once in the data dir; 'none': nothing encrypted)")
     args = parser.parse_args(argv)
     chain = Chain(Path(args.data_dir).resolve(), port=args.port, etcd_endpoints=args.etcd_endpoints,
-                  etcd_prefix=args.etcd_prefix, replicas=args.replicas)
+                  etcd_prefix=args.etcd_prefix, replicas=args.replicas,
+                  encryption_config=args.encryption_provider_config)
     stopping = False
 
     def on_signal(_sig: int, _frame: object) -> None:

@@ -186,6 +186,7 @@ class CRDController:
                                     watch_cache_size=cfg.watch_cache_size, codec=v.codec))
         for store in stores:
             store.gc_enabled = True  # core-api's garbage collector honours orphan/foreground on custom resources
+            self.server.encrypt_store(store)
         await asyncio.gather(*(s.start() for s in stores))
         old = self.serving.get(name)
         self.serving[name] = (built, stores)

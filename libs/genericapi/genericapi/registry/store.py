@@ -386,8 +386,10 @@ class Store:
                 raise self._err(err, name) from err
             await self._deleted(new)
             return new
-        if new == old:
-            return old  # nothing changed: no write, no new resourceVersion (as kube)
+        if new == old and not kv.stale:
+            # Nothing changed: no write, no new resourceVersion (as kube). A value stored with an
+            # older encryption key is written again all the same (how keys are rotated).
+            return old
         if dry_run:
             return new
         try:

@@ -27,6 +27,7 @@ from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import EtcdClient
 
+from . import encryptionconfig
 from .app import Dispatcher, build_app, serve
 from .control import ControlListen, ControlServer
 from .discovery import DiscoveryDocuments, OrderFn
@@ -66,6 +67,8 @@ class ServerConfig:
     #: port on ``bind_address`` (TLS with the serving cert and client CA when given). Neither: off.
     grpc_unix_socket: str = ""
     grpc_port: int = 0
+    #: kube's ``--encryption-provider-config``: an EncryptionConfiguration file ("": nothing encrypted).
+    encryption_provider_config: str = ""
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
@@ -97,6 +100,8 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
                         help="serve the gRPC control channel (discovery stream, health) on this Unix socket")
     parser.add_argument("--grpc-port", type=int, default=0,
                         help="serve the gRPC control channel on this TCP port (0: not on TCP); TLS as the API")
+    parser.add_argument("--encryption-provider-config", default="",
+                        help="EncryptionConfiguration file: which resources are encrypted in etcd, and how")
     parser.add_argument("--log-level", default="INFO")
 
 
@@ -121,6 +126,7 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         requestheader_allowed_names=tuple(n.strip() for n in args.requestheader_allowed_names.split(",") if n.strip()),
         grpc_unix_socket=args.grpc_bind_unix_socket,
         grpc_port=args.grpc_port,
+        encryption_provider_config=args.encryption_provider_config,
     )
 
 
@@ -140,6 +146,8 @@ class GenericAPIServer:
                  definitions: dict[str, Any] | None = None) -> None:
         self.config = config
         self.etcd = EtcdClient(config.etcd_endpoints)
+        self.encryption = encryptionconfig.load(config.encryption_provider_config) \
+            if config.encryption_provider_config else None
         self.stores: list[Store] = []
         self.by_resource: dict[tuple[str, str], Store] = {}
         self.admission: list[AdmissionHook] = []
@@ -192,8 +200,18 @@ class GenericAPIServer:
         return self.add_store(Store(info, strategy, self.etcd, f"{self.config.etcd_prefix.rstrip('/')}/{key_prefix}",
                                     self.admission, watch_cache_size=self.config.watch_cache_size, codec=codec))
 
+    def encrypt_store(self, store: Store) -> None:
+        """Give the store's keys the encryption providers ``--encryption-provider-config`` names for
+        its resource (before the store first reads: its watch cache decrypts from the start)."""
+        if self.encryption is None:
+            return
+        transformers = self.encryption.transformers_for(store.info.group, store.info.plural)
+        if transformers is not None:
+            self.etcd.set_transformer(store.scope_prefix(""), transformers)
+
     def add_store(self, store: Store) -> Store:
         """Serve a store built elsewhere (a resource with its own Store subclass)."""
+        self.encrypt_store(store)
         self.stores.append(store)
         self.by_resource[(store.info.group, store.info.plural)] = store
         return store

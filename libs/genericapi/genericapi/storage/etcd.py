@@ -20,6 +20,7 @@ from aetcd import rpc
 
 from .errors import KeyExistsError, KeyNotFoundError, RevisionConflictError, TooOldRevisionError
 from .errors import UnavailableError as StorageUnavailable
+from .value import PrefixTransformers
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,8 @@ class KeyValue:
     value: bytes
     create_revision: int
     mod_revision: int
+    #: Read with an encryption provider other than the one that writes now: rewrite it on update.
+    stale: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,38 @@ class EtcdClient:
         self._index = 0
         self._client: aetcd.Client | None = None
         self._lock = asyncio.Lock()
+        #: Encryption at rest: key prefix -> the providers of the resource stored under it.
+        self._transformers: list[tuple[bytes, PrefixTransformers]] = []
+
+    # -- encryption at rest -------------------------------------------------------------
+    def set_transformer(self, prefix: bytes, transformers: PrefixTransformers) -> None:
+        """Encrypt values under ``prefix`` (one resource's keys) with ``transformers``."""
+        self._transformers = [(p, t) for p, t in self._transformers if p != prefix]
+        self._transformers.append((prefix, transformers))
+        self._transformers.sort(key=lambda item: -len(item[0]))  # the longest prefix decides
+
+    def _transformer(self, key: bytes) -> PrefixTransformers | None:
+        for prefix, transformers in self._transformers:
+            if key.startswith(prefix):
+                return transformers
+        return None
+
+    def _seal(self, key: bytes, value: bytes) -> bytes:
+        transformers = self._transformer(key) if self._transformers else None
+        return transformers.to_storage(value, key) if transformers is not None else value
+
+    def _open(self, key: bytes, value: bytes) -> tuple[bytes, bool]:
+        transformers = self._transformer(key) if self._transformers and value else None
+        if transformers is None:
+            return value, False
+        read = transformers.from_storage(value, key)
+        return read.data, read.stale
+
+    def _plain(self, kv: rpc.KeyValue) -> KeyValue:
+        if not self._transformers:
+            return _kv(kv)
+        value, stale = self._open(kv.key, kv.value)
+        return KeyValue(kv.key, value, kv.create_revision, kv.mod_revision, stale)
 
     # -- connection -------------------------------------------------------------------
     async def _connect(self) -> aetcd.Client:
@@ -176,14 +211,14 @@ class EtcdClient:
         resp = await self._call("Range", rpc.RangeRequest(key=key, revision=revision))
         kvs = resp.kvs  # type: ignore[attr-defined]
         header_rev = resp.header.revision  # type: ignore[attr-defined]
-        return (_kv(kvs[0]) if kvs else None), header_rev
+        return (self._plain(kvs[0]) if kvs else None), header_rev
 
     async def range(self, start: bytes, end: bytes, *, revision: int = 0, limit: int = 0
                     ) -> tuple[list[KeyValue], int, bool]:
         """Keys in ``[start, end)`` at ``revision`` (0: newest): values, header revision, more."""
         resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
                                                           limit=limit))
-        return ([_kv(kv) for kv in resp.kvs],  # type: ignore[attr-defined]
+        return ([self._plain(kv) for kv in resp.kvs],  # type: ignore[attr-defined]
                 resp.header.revision,  # type: ignore[attr-defined]
                 bool(resp.more))  # type: ignore[attr-defined]
 
@@ -211,7 +246,7 @@ class EtcdClient:
         txn = rpc.TxnRequest(
             compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL,
                                  create_revision=0)],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value))],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=self._seal(key, value)))],
         )
         resp = await self._call("Txn", txn)
         if not resp.succeeded:  # type: ignore[attr-defined]
@@ -223,7 +258,7 @@ class EtcdClient:
         txn = rpc.TxnRequest(
             compare=[rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL,
                                  mod_revision=expected_revision)],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value))],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=self._seal(key, value)))],
             failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
         )
         resp = await self._call("Txn", txn)
@@ -254,7 +289,7 @@ class EtcdClient:
 
     async def put(self, key: bytes, value: bytes) -> int:
         """Unconditional write (bootstrap data, benchmarks); the new revision."""
-        resp = await self._call("Put", rpc.PutRequest(key=key, value=value))
+        resp = await self._call("Put", rpc.PutRequest(key=key, value=self._seal(key, value)))
         return int(resp.header.revision)  # type: ignore[attr-defined]
 
     async def delete_prefix(self, prefix: bytes) -> int:
@@ -296,8 +331,8 @@ class EtcdClient:
                     WatchEvent(
                         "DELETE" if ev.type == rpc.Event.DELETE else "PUT",
                         ev.kv.key,
-                        ev.kv.value,
-                        ev.prev_kv.value if ev.HasField("prev_kv") else None,
+                        self._open(ev.kv.key, ev.kv.value)[0],
+                        self._open(ev.kv.key, ev.prev_kv.value)[0] if ev.HasField("prev_kv") else None,
                         ev.kv.mod_revision,
                         ev.kv.create_revision if ev.type != rpc.Event.DELETE
                         else (ev.prev_kv.create_revision if ev.HasField("prev_kv") else 0),
