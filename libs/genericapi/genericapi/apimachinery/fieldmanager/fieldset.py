@@ -1,0 +1,176 @@
+"""Sets of field paths (``fieldpath.Set``) and their ``fieldsV1`` JSON form.
+
+A set is a trie: ``members`` are the paths ending at this node, ``children`` the sets below
+each element. Empty children are never kept, so the JSON form is unambiguous: ``{}`` is a
+member, ``{".": {}, ...}`` a member that also has members below it, as kube writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from . import pathelement
+
+Path = tuple[str, ...]
+
+
+class FieldSetError(ValueError):
+    """A ``fieldsV1`` document that is not a field set."""
+
+
+class FieldSet:
+    """A set of paths; operations return new sets and never share mutable children."""
+
+    __slots__ = ("children", "members")
+
+    def __init__(self) -> None:
+        self.members: set[str] = set()
+        self.children: dict[str, FieldSet] = {}
+
+    # -- building -------------------------------------------------------------------------
+    @classmethod
+    def of(cls, *paths: Path) -> FieldSet:
+        out = cls()
+        for p in paths:
+            out.insert(p)
+        return out
+
+    def insert(self, path: Path) -> None:
+        """Add a path; the empty path (the whole object) is not tracked, as in SMD."""
+        if not path:
+            return
+        node = self
+        for pe in path[:-1]:
+            child = node.children.get(pe)
+            if child is None:
+                child = node.children[pe] = FieldSet()
+            node = child
+        node.members.add(path[-1])
+
+    def child(self, pe: str) -> FieldSet:
+        """The set below ``pe`` (``WithPrefix``); an empty set when there is none."""
+        return self.children.get(pe) or _EMPTY
+
+    # -- queries --------------------------------------------------------------------------
+    def empty(self) -> bool:
+        return not self.members and all(c.empty() for c in self.children.values())
+
+    def has(self, path: Path) -> bool:
+        node = self
+        for pe in path[:-1]:
+            nxt = node.children.get(pe)
+            if nxt is None:
+                return False
+            node = nxt
+        return bool(path) and path[-1] in node.members
+
+    def paths(self, prefix: Path = ()) -> Iterator[Path]:
+        """Every member path, in kube's order (``Set.Iterate``)."""
+        for pe in sorted(self.members | set(self.children), key=pathelement.sort_key):
+            if pe in self.members:
+                yield (*prefix, pe)
+            sub = self.children.get(pe)
+            if sub is not None:
+                yield from sub.paths((*prefix, pe))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FieldSet):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"FieldSet({self.to_json()!r})"
+
+    # -- algebra --------------------------------------------------------------------------
+    def copy(self) -> FieldSet:
+        out = FieldSet()
+        out.members = set(self.members)
+        out.children = {pe: c.copy() for pe, c in self.children.items()}
+        return out
+
+    def union(self, other: FieldSet) -> FieldSet:
+        out = FieldSet()
+        out.members = self.members | other.members
+        for pe in self.children.keys() | other.children.keys():
+            a, b = self.children.get(pe), other.children.get(pe)
+            merged = a.union(b) if a is not None and b is not None else (a or b).copy()  # type: ignore[union-attr]
+            if not merged.empty():
+                out.children[pe] = merged
+        return out
+
+    def intersection(self, other: FieldSet) -> FieldSet:
+        out = FieldSet()
+        out.members = self.members & other.members
+        for pe, a in self.children.items():
+            b = other.children.get(pe)
+            if b is not None:
+                both = a.intersection(b)
+                if not both.empty():
+                    out.children[pe] = both
+        return out
+
+    def difference(self, other: FieldSet) -> FieldSet:
+        """Paths of self not in other (children compared path by path, as ``Set.Difference``)."""
+        out = FieldSet()
+        out.members = self.members - other.members
+        for pe, a in self.children.items():
+            b = other.children.get(pe)
+            rest = a.difference(b) if b is not None else a.copy()
+            if not rest.empty():
+                out.children[pe] = rest
+        return out
+
+    def recursive_difference(self, other: FieldSet) -> FieldSet:
+        """Paths of self that neither are in other nor lie below a member of other."""
+        out = FieldSet()
+        out.members = self.members - other.members
+        for pe, a in self.children.items():
+            if pe in other.members:
+                continue
+            b = other.children.get(pe)
+            rest = a.recursive_difference(b) if b is not None else a.copy()
+            if not rest.empty():
+                out.children[pe] = rest
+        return out
+
+    # -- fieldsV1 -------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The ``fieldsV1`` object, keys in kube's order."""
+        out: dict[str, Any] = {}
+        for pe in sorted(self.members | set(self.children), key=pathelement.sort_key):
+            sub = self.children.get(pe)
+            if sub is None:
+                out[pe] = {}
+                continue
+            body = sub.to_json()
+            if pe in self.members:
+                body = {".": {}, **body}
+            out[pe] = body
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Any, *, normalize: bool = True) -> FieldSet:
+        """Parse ``fieldsV1``; raises :class:`FieldSetError` on anything else."""
+        if not isinstance(doc, dict):
+            raise FieldSetError("fieldsV1 must be a JSON object")
+        out = cls()
+        for raw_pe, body in doc.items():
+            if raw_pe == ".":
+                continue
+            try:
+                pe = pathelement.normalize(raw_pe) if normalize and raw_pe[:1] != "f" else raw_pe
+            except pathelement.PathElementError as err:
+                raise FieldSetError(str(err)) from None
+            if not isinstance(body, dict):
+                raise FieldSetError(f"{raw_pe}: expected an object")
+            if not body or "." in body:
+                out.members.add(pe)
+            if body and (len(body) > 1 or "." not in body):
+                sub = cls.from_json(body, normalize=normalize)
+                if not sub.empty():
+                    out.children[pe] = sub
+        return out
+
+
+_EMPTY = FieldSet()

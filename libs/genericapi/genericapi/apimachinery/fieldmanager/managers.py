@@ -1,0 +1,388 @@
+"""Managers and their field sets: kube's ``managedfields`` bookkeeping around SMD's Updater.
+
+One :class:`FieldManager` per (kind root type, API version, subresource) computes the
+``metadata.managedFields`` of a write the way kube-apiserver's manager chain does: the entry
+identity (manager, operation, apiVersion for updates, subresource), the temporary
+``current-operation`` manager merged into the caller's entry only when it took fields, the
+stripped metadata paths, the cap of ten update entries folded into ``ancient-changes``, the
+reset with ``[]`` or ``[{}]``, and for apply the merge, pruning of fields the applier let go
+of, and conflicts.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from genericapi.apimachinery import errors as apierrors
+
+from . import pathelement
+from .fieldset import FieldSet, FieldSetError, Path
+from .schema import TypeNode
+from .typed import (
+    MISSING,
+    Comparison,
+    compare,
+    ensure_named_fields_are_members,
+    merge,
+    remove_items,
+    to_field_set,
+    validate,
+)
+
+APPLY, UPDATE = "Apply", "Update"
+MAX_UPDATE_MANAGERS = 10
+_ANCIENT = "ancient-changes"
+_SELF = "current-operation"
+
+_STRIP = FieldSet.of(
+    ("f:apiVersion",), ("f:kind",), ("f:metadata",),
+    *(("f:metadata", "f:" + name) for name in ("name", "namespace", "creationTimestamp", "selfLink", "uid",
+                                               "clusterName", "generation", "managedFields", "resourceVersion")),
+)
+
+
+class ManagedFieldsError(ValueError):
+    """``metadata.managedFields`` that cannot be decoded."""
+
+
+@dataclass
+class Entry:
+    """One manager's fields: ``fieldpath.VersionedSet`` plus its time."""
+
+    fields: FieldSet
+    api_version: str
+    applied: bool
+    time: str | None = None
+
+
+def identifier(manager: str, operation: str, api_version: str, subresource: str) -> str:
+    """``BuildManagerIdentifier``: the entry as Go's JSON without time and fields."""
+    ident: dict[str, str] = {}
+    if manager:
+        ident["manager"] = manager
+    ident["operation"] = operation
+    if operation != APPLY and api_version:
+        ident["apiVersion"] = api_version
+    if subresource:
+        ident["subresource"] = subresource
+    return orjson.dumps(ident).decode()
+
+
+def _ident_fields(ident: str) -> dict[str, str]:
+    parsed = orjson.loads(ident)
+    return parsed if isinstance(parsed, dict) else {}
+
+
+Managed = dict[str, Entry]
+
+
+def decode(raw: Any) -> Managed:
+    """``DecodeManagedFields``; raises :class:`ManagedFieldsError` as kube's decoder would."""
+    managed: Managed = {}
+    if raw is None:
+        return managed
+    if not isinstance(raw, list):
+        raise ManagedFieldsError("managedFields must be a list")
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise ManagedFieldsError(f"managed fields entry {i} must be an object")
+        op = entry.get("operation")
+        if op not in (APPLY, UPDATE):
+            raise ManagedFieldsError("operation must be `Apply` or `Update`")
+        api_version = entry.get("apiVersion")
+        if not isinstance(api_version, str) or not api_version:
+            raise ManagedFieldsError("apiVersion must not be empty")
+        fields_type = entry.get("fieldsType")
+        if fields_type != "FieldsV1":
+            raise ManagedFieldsError(f"missing fieldsType in managed fields entry {i}" if not fields_type
+                                     else f"invalid fieldsType {orjson.dumps(fields_type).decode()} in managed "
+                                          f"fields entry {i}")
+        try:
+            fs = FieldSet.from_json(entry.get("fieldsV1") or {})
+        except FieldSetError as err:
+            raise ManagedFieldsError(f"error decoding set: {err}") from None
+        raw_manager, raw_sub = entry.get("manager"), entry.get("subresource")
+        manager = raw_manager if isinstance(raw_manager, str) else ""
+        sub = raw_sub if isinstance(raw_sub, str) else ""
+        ident = identifier(manager, op, api_version, sub)
+        when = entry.get("time")
+        managed[ident] = Entry(fs, api_version, op == APPLY, when if isinstance(when, str) else None)
+    return managed
+
+
+def _seconds(when: str | None) -> float:
+    if not when:
+        return 0
+    try:
+        return datetime.datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp() // 1
+    except ValueError:
+        return 0
+
+
+def encode(managed: Managed) -> list[dict[str, Any]] | None:
+    """``encodeManagedFields``: entries in kube's order (Apply first, then by time, name...)."""
+    if not managed:
+        return None
+    out: list[dict[str, Any]] = []
+    for ident, entry in managed.items():
+        info = _ident_fields(ident)
+        item: dict[str, Any] = {}
+        if info.get("manager"):
+            item["manager"] = info["manager"]
+        item["operation"] = APPLY if entry.applied else UPDATE
+        item["apiVersion"] = entry.api_version
+        if entry.time:
+            item["time"] = entry.time
+        item["fieldsType"] = "FieldsV1"
+        item["fieldsV1"] = entry.fields.to_json()
+        if info.get("subresource"):
+            item["subresource"] = info["subresource"]
+        out.append(item)
+    out.sort(key=lambda e: (e["operation"], _seconds(e.get("time")), e.get("manager", ""), e["apiVersion"],
+                            e.get("subresource", "")))
+    return out
+
+
+def is_reset(raw: Any) -> bool:
+    """``[]`` or ``[{}]`` sent by a client: drop all ownership."""
+    return isinstance(raw, list) and (not raw or (len(raw) == 1 and raw[0] == {}))
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _strip(managed: Managed) -> None:
+    for ident in list(managed):
+        entry = managed[ident]
+        entry.fields = entry.fields.difference(_STRIP)
+        if entry.fields.empty():
+            del managed[ident]
+
+
+def _without_managed_fields(obj: Any) -> Any:
+    if not isinstance(obj, dict):
+        return obj
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """``prefixFromUserAgent``: the part before the first ``/``, printable, at most 128 bytes."""
+    head = user_agent.split("/", 1)[0]
+    out: list[str] = []
+    size = 0
+    for ch in head:
+        if not ch.isprintable():
+            continue
+        n = len(ch.encode())
+        if size + n > 128:
+            break
+        out.append(ch)
+        size += n
+    return "".join(out)
+
+
+# -- conflicts ----------------------------------------------------------------------------
+def _print_manager(ident: str) -> str:
+    info = _ident_fields(ident)
+    text = orjson.dumps(info.get("manager", "")).decode()
+    if info.get("subresource"):
+        text += f" with subresource {orjson.dumps(info['subresource']).decode()}"
+    if info.get("operation") == UPDATE:
+        text += f" using {info.get('apiVersion', '')}"
+    return text
+
+
+def conflict_error(conflicts: list[tuple[str, Path]]) -> apierrors.APIError:
+    """kube's ``NewConflictError``: 409 Conflict, one FieldManagerConflict cause per field."""
+    causes = [{"type": "FieldManagerConflict", "message": f"conflict with {_print_manager(ident)}",
+               "field": pathelement.display_path(path)} for ident, path in conflicts]
+    if len(conflicts) == 1:
+        ident, path = conflicts[0]
+        message = (f"Apply failed with 1 conflict: conflict with {_print_manager(ident)}: "
+                   f"{pathelement.display_path(path)}")
+    else:
+        lines: list[str] = []
+        for ident in sorted({i for i, _ in conflicts}):
+            lines.append(f"conflicts with {_print_manager(ident)}:")
+            lines.extend(f"- {pathelement.display_path(p)}" for i, p in conflicts if i == ident)
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return apierrors.APIError(409, "Conflict", message, {"causes": causes})
+
+
+# -- the manager ------------------------------------------------------------------------------
+class FieldManager:
+    """Field ownership of one kind at one API version (the objects' root type)."""
+
+    def __init__(self, root: TypeNode, api_version: str) -> None:
+        self.root = root
+        self.api_version = api_version
+
+    def _update_sets(self, live: Any, new: Any, managed: Managed, self_ident: str,
+                     force: bool) -> Comparison:
+        """SMD ``Updater.update``: other managers lose what changed; conflicts unless forced."""
+        cmp = compare(live, new, self.root)
+        changed = cmp.modified.union(cmp.added)
+        conflicts: list[tuple[str, Path]] = []
+        for ident in sorted(managed):
+            if ident == self_ident:
+                continue
+            entry = managed[ident]
+            taken = entry.fields.intersection(changed)
+            if not taken.empty():
+                if not force:
+                    conflicts.extend((ident, p) for p in taken.paths())
+                    continue
+                entry.fields = entry.fields.difference(taken)
+            if not cmp.removed.empty():
+                entry.fields = entry.fields.difference(cmp.removed)
+        if conflicts:
+            raise conflict_error(conflicts)
+        for ident in list(managed):
+            if managed[ident].fields.empty():
+                del managed[ident]
+        return cmp
+
+    def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, *,
+               subresource: str = "", when: str | None = None) -> None:
+        """Record a create/update/patch by ``manager`` in ``new``'s managedFields (in place)."""
+        new_meta = new.get("metadata")
+        if not isinstance(new_meta, dict):
+            return
+        live_meta = (live or {}).get("metadata") if isinstance(live, dict) else None
+        live_raw = live_meta.get("managedFields") if isinstance(live_meta, dict) else None
+        sent = new_meta.get("managedFields", MISSING)
+        if subresource or sent is MISSING or sent is None:
+            managed = _decode_or_empty(live_raw)
+        elif is_reset(sent):
+            managed = {}
+        else:
+            try:
+                managed = decode(sent)
+            except ManagedFieldsError:
+                managed = {}
+            if not managed:
+                managed = _decode_or_empty(live_raw)
+        new_meta.pop("managedFields", None)
+        live_cmp = _without_managed_fields(live) if live is not None else MISSING
+        ident = identifier(manager or "unknown", UPDATE, self.api_version, subresource)
+        cmp = self._update_sets(live_cmp, new, managed, _SELF, True)
+        taken = cmp.modified.union(cmp.added)
+        if not taken.empty():
+            managed[_SELF] = Entry(taken, self.api_version, False)
+        _strip(managed)
+        current = managed.pop(_SELF, None)
+        if current is not None:
+            previous = managed.get(ident)
+            if previous is not None:
+                current.fields = current.fields.union(previous.fields)
+            current.time = when or now()
+            managed[ident] = current
+        _cap(managed)
+        encoded = encode(managed)
+        if encoded is not None:
+            new_meta["managedFields"] = encoded
+
+    def apply(self, live: dict[str, Any] | None, config: dict[str, Any], manager: str, *, force: bool,
+              subresource: str = "", when: str | None = None) -> dict[str, Any] | None:
+        """Merge an applied configuration into ``live`` (None: create). Returns the new object
+        with its managedFields, or None when the apply changes nothing but ownership (then the
+        caller keeps ``live`` with the returned managedFields: see :meth:`apply_managed`)."""
+        config_meta = config.get("metadata")
+        if isinstance(config_meta, dict) and config_meta.get("managedFields") is not None:
+            raise apierrors.bad_request("metadata.managedFields must be nil")
+        live_meta = live.get("metadata") if isinstance(live, dict) else None
+        live_raw = live_meta.get("managedFields") if isinstance(live_meta, dict) else None
+        try:
+            managed = decode(live_raw)
+        except ManagedFieldsError as err:
+            raise apierrors.unknown_error(f"failed to decode managed fields: {err}") from None
+        live_cmp = _without_managed_fields(live) if live is not None else MISSING
+        validate(config, self.root)
+        merged = merge(live_cmp, config, self.root)
+        ident = identifier(manager, APPLY, self.api_version, subresource)
+        last = managed.get(ident)
+        previous_time = last.time if last is not None else None
+        managed[ident] = Entry(to_field_set(config, self.root), self.api_version, True, previous_time)
+        if last is not None and not last.fields.empty():
+            merged = self._prune(merged, managed, last.fields)
+        self._update_sets(live_cmp, merged, managed, ident, force)
+        _strip(managed)
+        if merged != live_cmp and ident in managed:
+            managed[ident].time = when or now()
+        out = merged if isinstance(merged, dict) else {}
+        out_meta = out.get("metadata")
+        if not isinstance(out_meta, dict):
+            out_meta = out["metadata"] = {}
+        else:
+            out_meta = out["metadata"] = dict(out_meta)
+        encoded = encode(managed)
+        if encoded is not None:
+            out_meta["managedFields"] = encoded
+        else:
+            out_meta.pop("managedFields", None)
+        return out
+
+    def _prune(self, merged: Any, managed: Managed, last: FieldSet) -> Any:
+        """SMD ``prune``: drop what the applier owned last time, no longer applies, and nobody
+        else owns (after adding back owned and dangling items)."""
+        root = self.root
+        last_e = ensure_named_fields_are_members(last, root)
+        pruned = remove_items(merged, last_e, root)
+        owned = FieldSet()
+        for entry in managed.values():
+            owned = owned.union(entry.fields)
+        merged_set = ensure_named_fields_are_members(to_field_set(merged, root), root)
+        pruned_set = ensure_named_fields_are_members(to_field_set(_or_empty(pruned), root), root)
+        owned_e = ensure_named_fields_are_members(owned, root)
+        pruned = remove_items(merged, merged_set.difference(pruned_set.union(owned_e)), root)
+        pruned_set = ensure_named_fields_are_members(to_field_set(_or_empty(pruned), root), root)
+        return _or_empty(remove_items(merged, merged_set.difference(pruned_set).intersection(last_e), root))
+
+
+def _or_empty(v: Any) -> Any:
+    return {} if v is MISSING else v
+
+
+def _decode_or_empty(raw: Any) -> Managed:
+    try:
+        return decode(raw)
+    except ManagedFieldsError:
+        return {}
+
+
+def _cap(managed: Managed) -> None:
+    """``capUpdateManagers``: fold the oldest update entries into ``ancient-changes``."""
+    updaters = [i for i, e in managed.items() if not e.applied]
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return
+    updaters.sort(key=lambda i: (_seconds(managed[i].time), i))
+    first_by_version: dict[str, str] = {}
+    length = len(updaters)
+    for ident in updaters:
+        if length <= MAX_UPDATE_MANAGERS:
+            break
+        entry = managed[ident]
+        version = entry.api_version
+        bucket = identifier(_ANCIENT, UPDATE, version, "")
+        first = first_by_version.get(version)
+        if first is None:
+            first_by_version[version] = ident
+            continue
+        if bucket not in managed:
+            managed[bucket] = managed.pop(first)
+        managed[bucket] = Entry(entry.fields.union(managed[bucket].fields), version, False, entry.time)
+        del managed[ident]
+        length -= 1
+
+
+def fields_touched(obj: Any, root: TypeNode) -> FieldSet:
+    """The fields an object sets (for tests and tools)."""
+    return to_field_set(obj, root)
