@@ -87,6 +87,8 @@ class Chain:
     #: Seconds the backends keep serving (``/readyz`` false) after SIGTERM before they stop accepting.
     shutdown_delay: float = 0.2
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: Each process's command line (to start it again, see ``respawn``).
+    commands: dict[str, list[str]] = field(default_factory=dict)
     #: "unix" (one host, no TLS between links) or "tls" (TCP with mutual TLS, as across hosts).
     backend_transport: str = "unix"
     backend_ports: dict[str, int] = field(default_factory=dict)
@@ -136,8 +138,17 @@ class Chain:
         log_dir.mkdir(parents=True, exist_ok=True)
         out = open(log_dir / f"{name}.log", "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.commands[name] = argv
         self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                                 start_new_session=True, preexec_fn=_die_with_parent)
+
+    def respawn(self, name: str) -> subprocess.Popen[bytes]:
+        """Start a child that exited again, with the command line it had (its log goes on)."""
+        proc = self.processes[name]
+        if proc.poll() is None:
+            raise ValueError(f"process {name!r} is still running")
+        self._spawn(name, self.commands[name])
+        return self.processes[name]
 
     def add_process(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         """Run one more process as part of the chain (say, a replica started late): logged to
@@ -146,16 +157,6 @@ class Chain:
             raise ValueError(f"process {name!r} is already running")
         self._spawn(name, argv)
         return self.processes[name]
-
-    def services_down(self) -> list[str]:
-        """The services (etcd when this chain started it, and each of ours) none of whose
-        processes is running any more: with replicas, the chain serves on while every service
-        still has one."""
-        running: dict[str, bool] = {}
-        for name, proc in self.processes.items():
-            service = _replica_of(name) or name
-            running[service] = running.get(service, False) or proc.poll() is None
-        return [service for service, up in running.items() if not up]
 
     def start(self, timeout: float = 60.0, attempts: int = 3) -> None:
         """Start everything and wait until the gateway is ready. Everything starts at once (the

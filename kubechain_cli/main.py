@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .chain import Chain
+from .supervisor import Supervisor
 
 
 def replica_count(value: str) -> int:
@@ -61,20 +62,12 @@ def main(argv: list[str] | None = None) -> None:
     print("Point kubectl at it:")
     print(f"  export KUBECONFIG={chain.kubeconfig}")
     print("Stop with Ctrl-C.", flush=True)
-    exited: set[str] = set()
+    # A child that dies is started again (with backoff); only Ctrl-C or SIGTERM stops the chain.
+    supervisor = Supervisor(chain)
     try:
         while not stopping:
-            for name, proc in chain.processes.items():
-                if proc.poll() is not None and name not in exited:
-                    exited.add(name)
-                    print(f"kubechain: {name} exited with {proc.returncode}", file=sys.stderr, flush=True)
-            # One replica gone: the others serve on. A service with none left stops the chain.
-            down = chain.services_down()
-            if down:
-                if args.replicas > 1:
-                    print(f"kubechain: no {', '.join(down)} left running; stopping", file=sys.stderr)
-                stopping = True
-            time.sleep(0.5)
+            supervisor.poll()
+            time.sleep(0.2)
     finally:
         chain.stop()
         print("kubechain stopped")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -74,28 +73,6 @@ def test_fewer_than_one_replica_is_refused(tmp_path: Path, count: int) -> None:
     with pytest.raises(ValueError, match=f"replicas must be at least 1, not {count}"):
         wired(tmp_path, count)
     assert not (tmp_path / "data").exists()
-
-
-class FakeProc:
-    def __init__(self, code: int | None) -> None:
-        self.code = code
-
-    def poll(self) -> int | None:
-        return self.code
-
-
-def test_services_down_only_when_no_replica_is_left(tmp_path: Path) -> None:
-    c = Chain(tmp_path, replicas=2)
-    procs: dict[str, Any] = {"etcd": FakeProc(None), "core-api": FakeProc(-9), "core-api-1": FakeProc(None),
-                             "extensions-api": FakeProc(None), "extensions-api-1": FakeProc(0),
-                             "aggregator": FakeProc(None), "aggregator-1": FakeProc(None)}
-    c.processes = procs
-    assert c.services_down() == []
-    procs["core-api-1"] = FakeProc(1)
-    procs["aggregator"] = FakeProc(-15)
-    assert c.services_down() == ["core-api"]
-    procs["etcd"] = FakeProc(0)
-    assert sorted(c.services_down()) == ["core-api", "etcd"]
 
 
 def test_replica_names_map_to_their_service() -> None:

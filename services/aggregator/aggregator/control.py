@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from typing import Any
 
 import grpc
 import orjson
+from genericapi.backoff import Backoff
 from genericapi.controllers.tasks import cancel_and_wait
 from genericapi.server.control_proto import pb, rpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -188,7 +188,7 @@ class ReplicaClient:
         self._set_serving(False)
 
     async def _run(self) -> None:
-        backoff = self._min_backoff
+        backoff = Backoff(self._min_backoff, self._max_backoff, jitter=0.2)
         while True:
             received = False
             try:
@@ -199,8 +199,9 @@ class ReplicaClient:
                 if err.code() == grpc.StatusCode.NOT_FOUND:
                     log.error("control channel %s: %s", self.address, self.last_error)
             self._set_serving(False)
-            backoff = self._min_backoff if received else min(backoff * 2, self._max_backoff)
-            await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
+            if received:
+                backoff.reset()
+            await asyncio.sleep(backoff.next())
 
     async def _session(self) -> bool:
         """Read both streams until one ends; True when a discovery message arrived."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from genericapi.apimachinery.errors import APIError
+from genericapi.backoff import Backoff
 
 from .tasks import cancel_and_wait
 from .types import ResourceClient, WatchEvent
@@ -77,7 +78,7 @@ class Informer:
 
     # -- the loop -------------------------------------------------------------------------------
     async def _run(self) -> None:
-        backoff = 0.05
+        backoff = Backoff(0.05, 5.0)
         need_list = True
         r = self.client.resource
         while True:
@@ -89,7 +90,7 @@ class Informer:
                 async for event in self.client.watch(self.resource_version, self.namespace):
                     self._apply(event)
                     seen += 1
-                    backoff = 0.05
+                    backoff.reset()
                 if seen:
                     continue  # the watch ended cleanly: resume from the last version seen
             except asyncio.CancelledError:
@@ -103,8 +104,7 @@ class Informer:
             except Exception:
                 log.exception("informer %s/%s failed; retrying", r.group, r.plural)
                 need_list = need_list or not self.resource_version
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 5.0)
+            await asyncio.sleep(backoff.next())
 
     async def _relist(self) -> None:
         items: list[dict[str, Any]] = []

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from genericapi.backoff import Backoff
+
 from .errors import FutureRevisionError, StorageError, TooOldRevisionError, UnavailableError
 from .etcd import EtcdClient, WatchBatch, prefix_end
 
@@ -230,7 +232,7 @@ class WatchCache:
         self._window_start = revision
 
     async def _run(self, resume: bool = False) -> None:
-        backoff = 0.05
+        backoff = Backoff(0.05, 2.0)
         need_list = not resume
         while True:
             try:
@@ -241,7 +243,7 @@ class WatchCache:
                     await self._notify_progress()
                 async for batch in self._client.watch(self._prefix, self.revision + 1):
                     await self._apply(batch)
-                    backoff = 0.05
+                    backoff.reset()
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if task is None or task.cancelling():
@@ -259,8 +261,7 @@ class WatchCache:
                 log.warning("watch cache %s: %s; retrying", self._prefix.decode(), err)
             except Exception:
                 log.exception("watch cache %s failed; retrying", self._prefix.decode())
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 2.0)
+            await asyncio.sleep(backoff.next())
 
     async def _apply(self, batch: WatchBatch) -> None:
         for ev in batch.events:
