@@ -105,6 +105,10 @@ class APIError(Exception):
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
+        # kube's ErrorNegotiated: a Status that asks the client to wait says so in Retry-After too.
+        retry = (self.details or {}).get("retryAfterSeconds")
+        if isinstance(retry, int) and retry > 0 and "Retry-After" not in self.headers:
+            self.headers = {**self.headers, "Retry-After": str(retry)}
 
     def status(self) -> dict[str, Any]:
         """The Status object, keys in kube-apiserver's order."""
@@ -232,6 +236,14 @@ def gone(message: str) -> APIError:
 
 def timeout(message: str, retry_after: int = 0) -> APIError:
     return APIError(504, "Timeout", message, {"retryAfterSeconds": retry_after} if retry_after else None)
+
+
+def server_timeout(group: str, resource: str, operation: str, retry_after: int) -> APIError:
+    """``NewServerTimeout``: the operation could not complete now (storage unreachable)."""
+    return APIError(500, "ServerTimeout",
+                    f"The {operation} operation against {_qualified(group, resource)} could not be completed at "
+                    "this time, please try again.",
+                    _details(operation, group, resource, retryAfterSeconds=retry_after))
 
 
 def service_unavailable(message: str) -> APIError:

@@ -97,8 +97,8 @@ class Store:
             return f"{self.key_prefix}/{namespace}/".encode()
         return f"{self.key_prefix}/".encode()
 
-    def _err(self, err: serrors.StorageError, name: str = "") -> APIError:
-        return to_api_error(err, self.info, name)
+    def _err(self, err: serrors.StorageError, name: str = "", operation: str = "") -> APIError:
+        return to_api_error(err, self.info, name, operation)
 
     async def encode(self, obj: dict[str, Any]) -> bytes:
         """The stored bytes of ``obj``; a store whose conversion needs I/O (a CRD's conversion
@@ -113,7 +113,7 @@ class Store:
         try:
             kv, _ = await self.client.get(self.key(namespace, name))
         except serrors.StorageError as err:
-            raise self._err(err, name) from err
+            raise self._err(err, name, operation="get") from err
         if kv is None:
             raise self._not_found(name)
         obj, _raw = self.codec.decode(kv.value, kv.mod_revision)
@@ -162,7 +162,7 @@ class Store:
             elif not rv:
                 await self.cache.wait_for_revision(await self.client.current_revision())
         except serrors.StorageError as err:
-            raise self._err(err) from err
+            raise self._err(err, operation="list") from err
         items, revision = self.cache.list(self.scope_prefix(namespace), self._scoped(namespace, opts.predicate))
         return ListResult([(c.obj, c.raw) for c in items], revision)
 
@@ -206,9 +206,9 @@ class Store:
         except serrors.TooOldRevisionError as err:
             if opts.continue_token:
                 raise apierrors.resource_expired(_CONTINUE_EXPIRED) from err
-            raise self._err(err) from err
+            raise self._err(err, operation="list") from err
         except serrors.StorageError as err:
-            raise self._err(err) from err
+            raise self._err(err, operation="list") from err
         result = ListResult(out, revision)
         if more and limit:
             result.continue_token = _encode_continue(revision, last_key.decode()[len(self.key_prefix) + 1:])
@@ -230,7 +230,7 @@ class Store:
             return await self.cache.watch(start, self._scoped(namespace, opts.predicate),
                                           initial_events=opts.send_initial_events)
         except serrors.StorageError as err:
-            raise self._err(err) from err
+            raise self._err(err, operation="watch") from err
 
     # -- create ---------------------------------------------------------------------------
     async def create(self, namespace: str, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
@@ -275,9 +275,9 @@ class Store:
                     if generated:
                         raise apierrors.generate_name_conflict(self.info.group, self.info.plural,
                                                                meta["name"]) from err
-                    raise self._err(err, meta.get("name", "")) from err
+                    raise self._err(err, meta.get("name", ""), operation="create") from err
                 except serrors.StorageError as err:
-                    raise self._err(err, meta.get("name", "")) from err
+                    raise self._err(err, meta.get("name", ""), operation="create") from err
                 written = True
             finally:
                 if finish is not None:
@@ -383,7 +383,7 @@ class Store:
                     raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
                 return None
             except serrors.StorageError as err:
-                raise self._err(err, name) from err
+                raise self._err(err, name, operation="update") from err
             await self._deleted(new)
             return new
         if new == old and not kv.stale:
@@ -399,7 +399,7 @@ class Store:
                 raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
             return None
         except serrors.StorageError as err:
-            raise self._err(err, name) from err
+            raise self._err(err, name, operation="update") from err
         new_meta["resourceVersion"] = str(rev)
         return new
 
@@ -477,7 +477,7 @@ class Store:
                 except serrors.RevisionConflictError:
                     continue
                 except serrors.StorageError as err:
-                    raise self._err(err, name) from err
+                    raise self._err(err, name, operation="delete") from err
                 meta["resourceVersion"] = str(rev)
                 return obj, False
             if opts.dry_run:
@@ -489,7 +489,7 @@ class Store:
             except serrors.KeyNotFoundError as err:
                 raise self._not_found(name) from err
             except serrors.StorageError as err:
-                raise self._err(err, name) from err
+                raise self._err(err, name, operation="delete") from err
             await self._deleted(obj)
             return obj, True
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
@@ -532,7 +532,7 @@ class Store:
         except serrors.RevisionConflictError:
             return None
         except serrors.StorageError as err:
-            raise self._err(err, meta.get("name", "")) from err
+            raise self._err(err, meta.get("name", ""), operation="delete") from err
         meta["resourceVersion"] = str(rev)
         if not immediate:
             return False
@@ -543,7 +543,7 @@ class Store:
         except serrors.KeyNotFoundError:
             pass  # someone else deleted it first: that is fine
         except serrors.StorageError as err:
-            raise self._err(err, meta.get("name", "")) from err
+            raise self._err(err, meta.get("name", ""), operation="delete") from err
         await self._deleted(obj)
         return True
 

@@ -6,8 +6,14 @@ from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.storage import errors as serrors
 
+#: Seconds a client is told to wait when etcd cannot be reached (kube's storage-unreachable answer).
+UNREACHABLE_RETRY_AFTER = 2
 
-def to_api_error(err: serrors.StorageError, info: ResourceInfo, name: str = "") -> apierrors.APIError:
+
+def to_api_error(err: serrors.StorageError, info: ResourceInfo, name: str = "",
+                 operation: str = "") -> apierrors.APIError:
+    """``operation`` (get, list, watch, create, update, delete) names what failed where kube's
+    answer says so (storage unreachable)."""
     if isinstance(err, serrors.KeyExistsError):
         return apierrors.already_exists(info.group, info.plural, name)
     if isinstance(err, serrors.KeyNotFoundError):
@@ -20,5 +26,7 @@ def to_api_error(err: serrors.StorageError, info: ResourceInfo, name: str = "") 
     if isinstance(err, serrors.FutureRevisionError):
         return apierrors.timeout(f"Too large resource version: {err.requested}, current: {err.current}", 1)
     if isinstance(err, serrors.UnavailableError):
-        return apierrors.service_unavailable(f"storage is unavailable: {err}")
+        # kube's storeerr.Interpret*Error for unreachable storage: a ServerTimeout with
+        # Retry-After, which client-go and kubectl retry on their own.
+        return apierrors.server_timeout(info.group, info.plural, operation or "get", UNREACHABLE_RETRY_AFTER)
     return apierrors.internal_error(str(err))
