@@ -50,6 +50,10 @@ class CRStrategy(Strategy):
         self.table_printer = printer
         self._terminating = terminating
 
+    def ownership_schema(self) -> Any:
+        """The structural schema gives a custom resource's merge semantics (managedFields)."""
+        return getattr(self.schema, "schema", None)
+
     # -- decoding: pruning and defaults ---------------------------------------------------
     def prune_unknown_fields(self, obj: dict[str, Any]) -> list[str] | None:
         if self.schema is None:

@@ -21,8 +21,10 @@ from genericapi.registry.options import DeleteOptions, ListResult
 from genericapi.registry.store import Store
 
 from . import params as qp
+from .apply import APPLY_PATCH, apply, force_option
 from .body import PROTOBUF, check_type, media_type, read_bytes, read_object
 from .negotiation import Output, output_for
+from .ownership import writer_for
 from .patch import apply_patch
 from .render import render_list, render_object
 from .responses import format_warning, object_response
@@ -73,9 +75,10 @@ async def create(t: Target, request: Request) -> Response:
     validation = qp.field_validation(params, kind)
     dry = qp.dry_run(params, kind)
     out = _output(request)
+    writer = writer_for(request, kind)
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
     warnings = check_fields(t.store.strategy, obj, validation, duplicates)
-    created = await t.store.create(t.namespace, obj, dry_run=dry)
+    created = await t.store.create(t.namespace, obj, dry_run=dry, writer=writer)
     resp = render_object(t.store, created, out, _pretty(request), status=201)
     _add_warnings(resp, warnings)
     return resp
@@ -87,14 +90,16 @@ async def update(t: Target, request: Request) -> Response:
     validation = qp.field_validation(params, kind)
     dry = qp.dry_run(params, kind)
     out = _output(request)
+    writer = writer_for(request, kind, t.subresource)
     if t.subresource == "scale":
         obj, duplicates = await read_object(request, None, validation != "Ignore",
                                             kind="Scale", api_version="autoscaling/v1")
-        scale = await update_scale(t.store, t.namespace, t.name, lambda _old: obj, dry)
+        scale = await update_scale(t.store, t.namespace, t.name, lambda _old: obj, dry, writer)
         return object_response(scale, pretty=_pretty(request))
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
     warnings = check_fields(t.store.strategy, obj, validation, duplicates)
-    updated = await t.store.update(t.namespace, t.name, obj, dry_run=dry, subresource=t.subresource)
+    updated = await t.store.update(t.namespace, t.name, obj, dry_run=dry, subresource=t.subresource,
+                                   writer=writer)
     resp = render_object(t.store, updated, out, _pretty(request))
     _add_warnings(resp, warnings)
     return resp
@@ -108,12 +113,11 @@ async def patch(t: Target, request: Request) -> Response:
     out = _output(request)
     ctype = media_type(request)
     raw = await read_bytes(request)
-    if ctype == "application/apply-patch+yaml":
-        raise apierrors.APIError(
-            415, "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json-patch+json, application/merge-patch+json, "
-            "application/strategic-merge-patch+json (server-side apply is not supported yet)")
+    if ctype == APPLY_PATCH:
+        return await apply(t.store, t.namespace, t.name, t.subresource, request, raw, validation, dry, out,
+                           _pretty(request))
+    force_option(request, False)
+    writer = writer_for(request, kind, t.subresource)
     warnings: list[str] = []
 
     if t.subresource == "scale":
@@ -121,7 +125,7 @@ async def patch(t: Target, request: Request) -> Response:
         def scale_patch(old_scale: dict[str, Any]) -> dict[str, Any]:
             return apply_patch(ctype, raw, old_scale, None)
 
-        scale = await update_scale(t.store, t.namespace, t.name, scale_patch, dry)
+        scale = await update_scale(t.store, t.namespace, t.name, scale_patch, dry, writer)
         return object_response(scale, pretty=_pretty(request))
 
     def produce(old: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +147,7 @@ async def patch(t: Target, request: Request) -> Response:
         return new
 
     updated = await t.store.guaranteed_update(t.namespace, t.name, produce, dry_run=dry,
-                                              subresource=t.subresource)
+                                              subresource=t.subresource, writer=writer)
     resp = render_object(t.store, updated, out, _pretty(request))
     _add_warnings(resp, warnings)
     return resp

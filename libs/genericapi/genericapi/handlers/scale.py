@@ -9,6 +9,7 @@ from typing import Any
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import labels
 from genericapi.apimachinery.nested import get_path, set_path
+from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.store import Store
 
 
@@ -34,7 +35,8 @@ def to_scale(store: Store, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 async def update_scale(store: Store, namespace: str, name: str,
-                       change: Callable[[dict[str, Any]], dict[str, Any]], dry_run: bool) -> dict[str, Any]:
+                       change: Callable[[dict[str, Any]], dict[str, Any]], dry_run: bool,
+                       writer: Writer | None = None) -> dict[str, Any]:
     """Apply ``change`` to the Scale view and write the replicas back to the parent object."""
     spec_path = _paths(store)[0]
 
@@ -54,5 +56,5 @@ async def update_scale(store: Store, namespace: str, name: str,
             new["metadata"]["resourceVersion"] = rv
         return new
 
-    updated = await store.guaranteed_update(namespace, name, produce, dry_run=dry_run)
+    updated = await store.guaranteed_update(namespace, name, produce, dry_run=dry_run, writer=writer)
     return to_scale(store, updated)

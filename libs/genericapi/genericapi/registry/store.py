@@ -24,6 +24,7 @@ from genericapi.storage.cacher import CacheWatcher, WatchCache
 from genericapi.storage.etcd import EtcdClient, KeyValue, prefix_end
 
 from .codec import JsonCodec
+from .fieldtracking import FieldTracker, Writer
 from .meta import generate_name, new_uid, now_rfc3339
 from .options import DeleteOptions, ListOptions, ListResult, Predicate
 from .strategy import Strategy
@@ -79,6 +80,8 @@ class Store:
         self.begin_create: BeginCreateHook | None = None
         self.begin_update: BeginUpdateHook | None = None
         self.after_delete: AfterDeleteHook | None = None
+        #: managedFields bookkeeping of writes that name a writer (fieldtracking.py).
+        self.fields = FieldTracker(strategy)
 
     async def start(self) -> None:
         await self.cache.start()
@@ -233,7 +236,8 @@ class Store:
             raise self._err(err, operation="watch") from err
 
     # -- create ---------------------------------------------------------------------------
-    async def create(self, namespace: str, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+    async def create(self, namespace: str, obj: dict[str, Any], dry_run: bool = False,
+                     writer: Writer | None = None) -> dict[str, Any]:
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             meta = obj["metadata"] = {}
@@ -258,6 +262,7 @@ class Store:
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
             self._fill_system_fields(meta)
+            self.fields.track(None, obj, writer)
             finish = await self.begin_create(obj, dry_run) if self.begin_create is not None else None
             written = False
             try:
@@ -299,7 +304,7 @@ class Store:
 
     # -- update / patch -------------------------------------------------------------------
     async def update(self, namespace: str, name: str, new: dict[str, Any], *, dry_run: bool = False,
-                     subresource: str = "") -> dict[str, Any]:
+                     subresource: str = "", writer: Writer | None = None) -> dict[str, Any]:
         """PUT: replace the object (or its status); conflicts when resourceVersion is stale."""
         meta = new.get("metadata")
         if not isinstance(meta, dict):
@@ -323,12 +328,12 @@ class Store:
             return out
 
         return await self.guaranteed_update(namespace, name, produce, dry_run=dry_run,
-                                            subresource=subresource, precondition=bool(wanted_rv))
+                                            subresource=subresource, precondition=bool(wanted_rv), writer=writer)
 
     async def guaranteed_update(self, namespace: str, name: str,
                                 produce: Callable[[dict[str, Any]], dict[str, Any]], *,
                                 dry_run: bool = False, subresource: str = "",
-                                precondition: bool | None = None) -> dict[str, Any]:
+                                precondition: bool | None = None, writer: Writer | None = None) -> dict[str, Any]:
         """Read, transform, write; retried on conflict unless the caller pinned a version.
 
         ``produce`` gets a private copy of the stored object. When ``precondition`` is None the
@@ -346,6 +351,7 @@ class Store:
             if new_rv != current_rv:
                 raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
             new = self._prepare_update(namespace, name, new, old, subresource)
+            self.fields.track(old, new, writer)
             finish = None
             if self.begin_update is not None and subresource != "status":
                 finish = await self.begin_update(new, old, dry_run)

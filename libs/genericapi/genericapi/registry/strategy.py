@@ -82,6 +82,14 @@ class Strategy:
         declare and return their paths. None means "use the built-in schema catalog"."""
         return None
 
+    def ownership_schema(self) -> Any:
+        """The JSON schema whose merge semantics type this kind's fields for managedFields and
+        server-side apply (None: all deduced but metadata). Built-ins: their 1.33 definition."""
+        if self.schemas is None:
+            return None
+        info = self.info
+        return self.schemas.root_schema(info.group, info.version, info.kind)
+
     # -- hooks: delete ------------------------------------------------------------------
     def check_graceful_delete(self, obj: dict[str, Any], opts: DeleteOptions) -> int | None:
         """kube's ``RESTGracefulDeleteStrategy.CheckGracefulDelete``: the grace period (seconds)

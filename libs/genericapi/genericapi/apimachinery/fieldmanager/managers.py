@@ -27,6 +27,7 @@ from .typed import (
     Comparison,
     compare,
     ensure_named_fields_are_members,
+    go_zero_baseline,
     merge,
     remove_items,
     to_field_set,
@@ -221,14 +222,23 @@ def conflict_error(conflicts: list[tuple[str, Path]]) -> apierrors.APIError:
 class FieldManager:
     """Field ownership of one kind at one API version (the objects' root type)."""
 
-    def __init__(self, root: TypeNode, api_version: str) -> None:
+    def __init__(self, root: TypeNode, api_version: str, *, reset: dict[str, FieldSet] | None = None,
+                 go_typed: bool = False) -> None:
         self.root = root
         self.api_version = api_version
+        #: Fields a subresource's strategy resets (kube's ResetFieldsStrategy), by subresource.
+        self.reset = reset or {}
+        #: Built-in kinds: creates compare against Go's empty object, not nothing.
+        self.go_typed = go_typed
 
     def _update_sets(self, live: Any, new: Any, managed: Managed, self_ident: str,
-                     force: bool) -> Comparison:
+                     force: bool, subresource: str) -> Comparison:
         """SMD ``Updater.update``: other managers lose what changed; conflicts unless forced."""
         cmp = compare(live, new, self.root)
+        ignored = self.reset.get(subresource)
+        if ignored is not None:
+            cmp = Comparison(cmp.added.recursive_difference(ignored), cmp.modified.recursive_difference(ignored),
+                             cmp.removed.recursive_difference(ignored))
         changed = cmp.modified.union(cmp.added)
         conflicts: list[tuple[str, Path]] = []
         for ident in sorted(managed):
@@ -271,9 +281,12 @@ class FieldManager:
             if not managed:
                 managed = _decode_or_empty(live_raw)
         new_meta.pop("managedFields", None)
-        live_cmp = _without_managed_fields(live) if live is not None else MISSING
+        if live is not None:
+            live_cmp = _without_managed_fields(live)
+        else:
+            live_cmp = go_zero_baseline(new, self.root) if self.go_typed else MISSING
         ident = identifier(manager or "unknown", UPDATE, self.api_version, subresource)
-        cmp = self._update_sets(live_cmp, new, managed, _SELF, True)
+        cmp = self._update_sets(live_cmp, new, managed, _SELF, True, subresource)
         taken = cmp.modified.union(cmp.added)
         if not taken.empty():
             managed[_SELF] = Entry(taken, self.api_version, False)
@@ -310,10 +323,14 @@ class FieldManager:
         ident = identifier(manager, APPLY, self.api_version, subresource)
         last = managed.get(ident)
         previous_time = last.time if last is not None else None
-        managed[ident] = Entry(to_field_set(config, self.root), self.api_version, True, previous_time)
+        applied = to_field_set(config, self.root)
+        ignored = self.reset.get(subresource)
+        if ignored is not None:
+            applied = applied.recursive_difference(ignored)
+        managed[ident] = Entry(applied, self.api_version, True, previous_time)
         if last is not None and not last.fields.empty():
             merged = self._prune(merged, managed, last.fields)
-        self._update_sets(live_cmp, merged, managed, ident, force)
+        self._update_sets(live_cmp, merged, managed, ident, force, subresource)
         _strip(managed)
         if merged != live_cmp and ident in managed:
             managed[ident].time = when or now()

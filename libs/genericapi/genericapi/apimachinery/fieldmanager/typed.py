@@ -408,6 +408,30 @@ def remove_items(obj: Any, items: FieldSet, node: TypeNode) -> Any:
     return out if out else MISSING
 
 
+#: Struct fields that Go types hold by value: a built-in kind's empty object (the live object
+#: kube compares a create against) already has them, so a create does not own them as such.
+_BY_VALUE = frozenset({"metadata", "spec", "status", "template", "strategy", "updateStrategy"})
+
+
+def go_zero_baseline(obj: Any, node: TypeNode) -> dict[str, Any]:
+    """The parts of ``obj`` that a new Go object of a built-in kind has before decoding: the
+    by-value structs above (empty) and the ``containers`` list (null)."""
+    out: dict[str, Any] = {}
+    if not isinstance(obj, dict):
+        return out
+    for k, v in obj.items():
+        child, named = node.child(k)
+        if not named:
+            continue
+        if k in _BY_VALUE and isinstance(v, dict) and child.is_struct:
+            out[k] = go_zero_baseline(v, child)
+        elif k == "containers" and child.kind == LIST:
+            out[k] = None
+        elif k == "creationTimestamp":
+            out[k] = None
+    return out
+
+
 def ensure_named_fields_are_members(fs: FieldSet, node: TypeNode) -> FieldSet:
     """Also own the named (struct) fields that have owned fields below them."""
     out = FieldSet()

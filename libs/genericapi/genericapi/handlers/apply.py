@@ -1,0 +1,141 @@
+"""Server-side apply: ``PATCH`` with ``application/apply-patch+yaml``.
+
+As kube-apiserver's apply patcher: the options are checked (``fieldManager`` required,
+``force`` a boolean), the body is a YAML or JSON object of the endpoint's kind, the field
+manager merges it into the live object (or an empty one: apply creates), prunes what the
+manager stopped applying, reports conflicts as 409, and records an ``Apply`` entry. The store
+then validates and writes as for any update (dry-run included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from genericapi.apimachinery import decoding
+from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery.fieldmanager.typed import TypedError
+from genericapi.registry.fieldtracking import Writer
+from genericapi.registry.fieldvalidation import check_fields
+from genericapi.registry.store import Store
+
+from .negotiation import Output
+from .ownership import field_manager
+from .render import render_object
+from .responses import format_warning
+
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def force_option(request: Request, apply: bool) -> bool:
+    """``force``: a boolean, and only on apply patches (``ValidatePatchOptions``)."""
+    raw = request.query_params.get("force")
+    if raw is None:
+        return False
+    if not apply:
+        raise apierrors.invalid_object("meta.k8s.io", "PatchOptions", "", [
+            apierrors.forbidden("force", "may not be specified for non-apply patch")])
+    value = raw.lower()
+    if value in ("", "1", "t", "true"):
+        return True
+    if value in ("0", "f", "false"):
+        return False
+    raise apierrors.bad_request(f'strconv.ParseBool: parsing "{raw}": invalid syntax')
+
+
+def _gvk(obj: dict[str, Any]) -> str:
+    api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
+    group, _, version = str(api_version).rpartition("/")
+    return f"{group}/{version}, Kind={kind}"
+
+
+def decode_config(raw: bytes, store: Store, validation: str) -> tuple[dict[str, Any], list[str]]:
+    """The applied configuration, with kube's 400s for bodies that are not one."""
+    if not raw.strip():
+        config: Any = {}
+        duplicates: list[str] = []
+    else:
+        try:
+            config, duplicates = decoding.decode_body(raw, "application/yaml", detect_duplicates=validation != "Ignore",
+                                                      kind=store.info.kind)
+        except apierrors.APIError as err:
+            raise apierrors.bad_request(f"error decoding YAML: {err.message}") from None
+    info = store.info
+    if config.get("apiVersion") != info.api_version or config.get("kind") != info.kind:
+        raise apierrors.bad_request(f"invalid object type: {_gvk(config)}")
+    return config, duplicates
+
+
+def _check_identity(obj: dict[str, Any], name: str, namespace: str) -> None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = obj["metadata"] = {}
+    if meta.get("name") is None:
+        meta["name"] = name
+    if meta.get("name") != name:
+        raise apierrors.bad_request(
+            f"the name of the object ({meta.get('name') or ''}) does not match the name on the URL ({name})")
+    if namespace and meta.get("namespace") and meta.get("namespace") != namespace:
+        raise apierrors.bad_request(f"the namespace of the object ({meta.get('namespace')}) does not match "
+                                    f"the namespace on the URL ({namespace})")
+
+
+def _typed_failure(err: TypedError, store: Store, namespace: str, name: str) -> apierrors.APIError:
+    """kube answers a configuration SMD cannot type with a plain error (500, no reason)."""
+    info = store.info
+    group_version = info.api_version if "/" in info.api_version else "/" + info.api_version
+    return apierrors.unknown_error(f"failed to create typed patch object ({namespace}/{name}; "
+                                   f"{group_version}, Kind={info.kind}): {err.message()}")
+
+
+async def apply(store: Store, namespace: str, name: str, subresource: str, request: Request, raw: bytes,
+                validation: str, dry_run: bool, out: Output, pretty: bool) -> Response:
+    manager = field_manager(request.query_params, "PatchOptions")
+    force = force_option(request, True)
+    if not manager:
+        raise apierrors.invalid_object("meta.k8s.io", "PatchOptions", "", [
+            apierrors.required("fieldManager", "is required for apply patch")])
+    if subresource not in ("", "status"):
+        raise apierrors.APIError(415, "UnsupportedMediaType",
+                                 f"apply patches are not supported on the {subresource} subresource")
+    config, duplicates = decode_config(raw, store, validation)
+    _check_identity(config, name, namespace)
+    warnings = check_fields(store.strategy, config, validation, duplicates)
+    fm = store.fields.manager()
+    writer = Writer(manager, subresource, recorded=True)
+
+    def produce(old: dict[str, Any]) -> dict[str, Any]:
+        try:
+            new = fm.apply(old, config, manager, force=force, subresource=subresource)
+        except TypedError as err:
+            raise _typed_failure(err, store, namespace, name) from None
+        assert new is not None
+        _check_identity(new, name, namespace)
+        new["metadata"]["resourceVersion"] = pinned_rv or old["metadata"]["resourceVersion"]
+        return new
+
+    pinned_rv = (config.get("metadata") or {}).get("resourceVersion") or ""
+
+    status = 200
+    try:
+        result = await store.guaranteed_update(namespace, name, produce, dry_run=dry_run, subresource=subresource,
+                                               precondition=True if pinned_rv else None, writer=writer)
+    except apierrors.APIError as err:
+        if err.code != 404 or subresource:
+            raise
+        try:
+            created = fm.apply(None, config, manager, force=force)
+        except TypedError as terr:
+            raise _typed_failure(terr, store, namespace, name) from None
+        assert created is not None
+        created["metadata"].pop("resourceVersion", None)
+        result = await store.create(namespace, created, dry_run=dry_run, writer=writer)
+        status = 201
+    resp = render_object(store, result, out, pretty, status=status)
+    for w in warnings:
+        resp.headers.append("Warning", format_warning(w))
+    return resp
+

@@ -1,0 +1,89 @@
+"""managedFields bookkeeping for the generic store, one tracker per resource.
+
+kube-apiserver's handlers run its field manager on every write: create, update, each patch
+type and each subresource record an ``Update`` entry for the writer; an apply records
+``Apply`` itself. Here the store calls :meth:`FieldTracker.track` on the prepared object of
+every write that names a :class:`Writer` (HTTP requests do; the services' internal writes
+pass none and leave managedFields as they are). The merge semantics come from the kind's
+schema: the built-in 1.33 definitions, or a custom resource's structural schema through
+:meth:`Strategy.ownership_schema`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from genericapi.apimachinery.fieldmanager.fieldset import FieldSet
+from genericapi.apimachinery.fieldmanager.managers import FieldManager
+from genericapi.apimachinery.fieldmanager.schema import SchemaResolver
+from genericapi.apimachinery.schemas import SchemaCatalog
+
+from .strategy import Strategy
+
+
+@dataclass(frozen=True, slots=True)
+class Writer:
+    """Who writes: the field manager, the subresource, and whether the handler already
+    recorded the write (an apply computes its own managedFields)."""
+
+    manager: str
+    subresource: str = ""
+    recorded: bool = False
+
+
+@functools.cache
+def resolver() -> SchemaResolver:
+    """One resolver per process over the built-in definitions (ObjectMeta for every kind)."""
+    return SchemaResolver(SchemaCatalog.load("1.33").definitions)
+
+
+class FieldTracker:
+    """The field manager of one resource's storage version."""
+
+    def __init__(self, strategy: Strategy) -> None:
+        self._strategy = strategy
+        self._manager: FieldManager | None = None
+        self._schema_key: int | None = None
+
+    def manager(self) -> FieldManager:
+        schema = self._strategy.ownership_schema()
+        key = id(schema) if schema is not None else None
+        if self._manager is None or key != self._schema_key:
+            res = resolver()
+            if self._strategy.schemas is not None and schema is not None:
+                res = _catalog_resolver(id(self._strategy.schemas), self._strategy.schemas)
+            reset: dict[str, FieldSet] = {}
+            if self._strategy.has_status:
+                # kube's ResetFieldsStrategy: the main resource ignores status, /status the spec.
+                reset = {"": FieldSet.of(("f:status",)), "status": FieldSet.of(("f:spec",))}
+            self._manager = FieldManager(res.root(schema), self._strategy.info.api_version, reset=reset,
+                                         go_typed=self._strategy.schemas is not None)
+            self._schema_key = key
+        return self._manager
+
+    def track(self, live: dict[str, Any] | None, new: dict[str, Any], writer: Writer | None) -> None:
+        """Update ``new``'s managedFields for a write by ``writer`` (in place)."""
+        if writer is None:
+            meta = new.get("metadata")
+            if live is not None and isinstance(meta, dict) and "managedFields" not in meta:
+                kept = (live.get("metadata") or {}).get("managedFields")
+                if kept:
+                    meta["managedFields"] = kept
+            return
+        if writer.recorded:
+            return
+        self.manager().update(live, new, writer.manager, subresource=writer.subresource)
+
+
+_CATALOG_RESOLVERS: dict[int, tuple[SchemaCatalog, SchemaResolver]] = {}
+
+
+def _catalog_resolver(key: int, catalog: SchemaCatalog) -> SchemaResolver:
+    found = _CATALOG_RESOLVERS.get(key)
+    if found is not None and found[0] is catalog:
+        return found[1]
+    res = resolver() if catalog is SchemaCatalog.load("1.33") else SchemaResolver(catalog.definitions)
+    _CATALOG_RESOLVERS[key] = (catalog, res)
+    return res
