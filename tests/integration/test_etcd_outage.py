@@ -9,6 +9,7 @@ the watch cache. A chain of its own (no supervisor: the test decides when etcd c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -77,7 +78,7 @@ def test_requests_during_an_etcd_outage(outage_chain: ChainHandle) -> None:
 def test_kubectl_rides_out_a_short_outage_by_itself(outage_chain: ChainHandle) -> None:
     h = outage_chain
     stop_etcd(h)
-    env = {"KUBECONFIG": h.kubeconfig, "PATH": "/usr/bin:/bin"}
+    env = dict(os.environ, KUBECONFIG=h.kubeconfig)
     proc = subprocess.Popen([kubectl_binary(""), "create", "configmap", "patient", "--from-literal=x=y"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.5)  # kubectl is waiting out Retry-After meanwhile
