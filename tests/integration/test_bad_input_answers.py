@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import pytest
 from support.procs import ChainHandle
@@ -99,3 +100,50 @@ def test_an_unknown_patch_directive_gets_kubes_own_500(chain: ChainHandle) -> No
                               headers={"Content-Type": "application/strategic-merge-patch+json"})
     assert status == 500 and body["reason"] == ""
     assert body["message"] == "unknown patch type: bogus in map: map[$patch:bogus]"
+
+
+def rss_kib(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def upload(chain: ChainHandle, size: int, chunked: bool) -> tuple[int, bytes]:
+    """POST ``size`` bytes of JSON-looking junk, sized or chunked, with http.client."""
+    import http.client
+
+    host, port = chain.url.removeprefix("https://").rsplit(":", 1)
+    conn = http.client.HTTPSConnection(host, int(port), context=chain.ssl_context(), timeout=60)
+    block = b" " * (1 << 20)
+
+    def blocks() -> Iterator[bytes]:
+        for _ in range(size // len(block)):
+            yield block
+
+    try:
+        headers = {"Content-Type": "application/json"}
+        if not chunked:
+            headers["Content-Length"] = str(size)
+        conn.request("POST", CMS, body=blocks(), headers=headers, encode_chunked=chunked)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    except (BrokenPipeError, ConnectionResetError):
+        return 413, b"connection closed by the server while sending (after it refused)"
+    finally:
+        conn.close()
+
+
+def test_oversized_uploads_are_refused_by_the_gateway_without_buffering(chain: ChainHandle) -> None:
+    gateway = chain.chain.processes["aggregator"].pid
+    before = rss_kib(gateway)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda i: upload(chain, 40 << 20, chunked=bool(i % 2)), range(8)))
+    for status, body in results:
+        assert status == 413, body[:200]
+        if body.startswith(b"{"):
+            assert b"Request entity too large: limit is 3145728" in body
+    grown = rss_kib(gateway) - before
+    assert grown < 64 * 1024, f"the gateway grew by {grown} KiB taking 8 x 40 MiB uploads"

@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import orjson
 from genericapi.apimachinery import errors as apierrors
+from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.server import metrics
 from genericapi.server.apiserver import client_ssl_context
 from genericapi.server.app import Dispatcher, build_app, run_forever, serve
@@ -76,7 +77,7 @@ class Gateway:
         # Credentials stop at the gateway (kube-apiserver drops Authorization once it has
         # authenticated a request); the backends learn the user from X-Remote-* only.
         self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers,
-                                  drop_headers=("authorization",), rotate=False)
+                                  drop_headers=("authorization",), rotate=False, max_body_bytes=MAX_BODY_BYTES)
         self._turn = 0
         #: The members' discovery and health streams (set by ``run`` with ``--member-grpc``).
         self.control: ControlChannel | None = None

@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import k8sproto, user
 from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.codec import JsonCodec
 from genericapi.registry.store import AdmissionHook, Store
 from genericapi.registry.strategy import Strategy
@@ -169,7 +170,7 @@ class GenericAPIServer:
                 if any(u.startswith("https") for u in config.delegate_urls) else None
             urls = [u.rstrip("/") for u in config.delegate_urls]
             self.delegate = ReverseProxy(lambda _scope: urls, ssl_context=ctx,
-                                         header_source=_pass_user_headers)
+                                         header_source=_pass_user_headers, max_body_bytes=MAX_BODY_BYTES)
         self.discovery = DiscoveryDocuments([], order, storage_hash)
         self.openapi = OpenAPIService([], self._definitions)
         self.router = APIRouter([], self.discovery, delegate=self.delegate,

@@ -68,13 +68,16 @@ class ReverseProxy:
 
     def __init__(self, pick: UpstreamPicker, ssl_context: ssl.SSLContext | None = None,
                  header_source: Callable[[Scope], list[tuple[str, str]]] | None = None,
-                 limit: int = 0, drop_headers: Iterable[str] = (), rotate: bool = True) -> None:
+                 limit: int = 0, drop_headers: Iterable[str] = (), rotate: bool = True,
+                 max_body_bytes: int = 0) -> None:
         self._pick = pick
         #: False: ``pick`` returns the upstreams in the order to try them (it balances itself).
         self._rotate = rotate
         self._ssl = ssl_context
         self._header_source = header_source
         self._limit = limit
+        #: Request bodies past this size are refused (413) before they are buffered; 0: no limit.
+        self._max_body = max_body_bytes
         self._drop = frozenset(h.lower() for h in drop_headers)
         self._session: aiohttp.ClientSession | None = None
         self._unix_sessions: dict[str, aiohttp.ClientSession] = {}
@@ -131,7 +134,11 @@ class ReverseProxy:
         if scope["type"] != "http":
             return
         upstreams = self._pick(scope)
-        body = await _read_body(receive)
+        try:
+            body = await _read_body(scope, receive, self._max_body)
+        except apierrors.APIError as err:
+            await _send_error(send, err)
+            return
         extra = self._header_source(scope) if self._header_source else []
         headers = _forward_headers(scope, extra, self._drop)
         path = scope.get("raw_path") or scope["path"].encode()
@@ -262,12 +269,23 @@ async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, by
     await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(scope: Scope, receive: Receive, limit: int = 0) -> bytes:
+    """The whole request body; past ``limit`` bytes (by Content-Length, or as it streams in) a 413
+    with kube's message, so an oversized upload is never held in memory."""
+    if limit:
+        for k, v in scope["headers"]:
+            if k == b"content-length" and v.isdigit() and int(v) > limit:
+                raise apierrors.request_entity_too_large(limit)
     chunks: list[bytes] = []
+    size = 0
     while True:
         msg = await receive()
         if msg["type"] == "http.request":
-            chunks.append(msg.get("body", b""))
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if limit and size > limit:
+                raise apierrors.request_entity_too_large(limit)
+            chunks.append(chunk)
             if not msg.get("more_body"):
                 break
         elif msg["type"] == "http.disconnect":
