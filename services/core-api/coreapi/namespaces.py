@@ -29,6 +29,7 @@ from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.apimachinery.validation import validate_qualified_name
 from genericapi.registry.codec import JsonCodec
+from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.meta import now_rfc3339
 from genericapi.registry.options import DeleteOptions
 from genericapi.registry.store import AdmissionHook, Store
@@ -178,10 +179,10 @@ class NamespaceStore(Store):
         return super().should_delete_during_update(obj) and not spec_finalizers(obj)
 
     async def update(self, namespace: str, name: str, new: dict[str, Any], *, dry_run: bool = False,
-                     subresource: str = "") -> dict[str, Any]:
+                     subresource: str = "", writer: Writer | None = None) -> dict[str, Any]:
         if subresource == "finalize":
-            return await self._finalize_view.update(namespace, name, new, dry_run=dry_run)
-        return await super().update(namespace, name, new, dry_run=dry_run, subresource=subresource)
+            return await self._finalize_view.update(namespace, name, new, dry_run=dry_run, writer=writer)
+        return await super().update(namespace, name, new, dry_run=dry_run, subresource=subresource, writer=writer)
 
     async def delete(self, namespace: str, name: str, opts: DeleteOptions) -> tuple[dict[str, Any], bool]:
         for _ in range(_CONFLICT_RETRIES):

@@ -7,6 +7,7 @@ from typing import Any
 
 from genericapi.apimachinery import user
 from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.store import Store
 
 SELF_SUBJECT_REVIEW = ResourceInfo("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",
@@ -22,7 +23,8 @@ class SelfSubjectReviewStore(Store):
     async def stop(self) -> None:
         return None
 
-    async def create(self, namespace: str, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+    async def create(self, namespace: str, obj: dict[str, Any], dry_run: bool = False,
+                     writer: Writer | None = None) -> dict[str, Any]:
         who = user.current_user.get() or user.ANONYMOUS_USER
         return {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
                 "metadata": {"creationTimestamp": None}, "status": {"userInfo": who.to_dict()}}

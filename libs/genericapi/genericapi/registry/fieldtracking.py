@@ -63,8 +63,11 @@ class FieldTracker:
             self._schema_key = key
         return self._manager
 
-    def track(self, live: dict[str, Any] | None, new: dict[str, Any], writer: Writer | None) -> None:
-        """Update ``new``'s managedFields for a write by ``writer`` (in place)."""
+    def track(self, live: dict[str, Any] | None, new: dict[str, Any], writer: Writer | None,
+              produced: dict[str, Any] | None = None) -> None:
+        """Update ``new``'s managedFields for a write by ``writer`` (in place). ``produced`` is
+        the object before the strategy prepared it (a /status write keeps only its status, but
+        an apply's recorded managedFields stand)."""
         if writer is None:
             meta = new.get("metadata")
             if live is not None and isinstance(meta, dict) and "managedFields" not in meta:
@@ -73,6 +76,13 @@ class FieldTracker:
                     meta["managedFields"] = kept
             return
         if writer.recorded:
+            if produced is not None and produced is not new:
+                meta = new.setdefault("metadata", {})
+                recorded = (produced.get("metadata") or {}).get("managedFields")
+                if recorded:
+                    meta["managedFields"] = recorded
+                else:
+                    meta.pop("managedFields", None)
             return
         self.manager().update(live, new, writer.manager, subresource=writer.subresource)
 

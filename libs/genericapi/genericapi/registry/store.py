@@ -350,8 +350,9 @@ class Store:
             pinned = precondition if precondition is not None else new_rv != current_rv
             if new_rv != current_rv:
                 raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+            produced = new
             new = self._prepare_update(namespace, name, new, old, subresource)
-            self.fields.track(old, new, writer)
+            self.fields.track(old, new, writer, produced)
             finish = None
             if self.begin_update is not None and subresource != "status":
                 finish = await self.begin_update(new, old, dry_run)
