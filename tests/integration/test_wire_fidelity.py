@@ -168,3 +168,23 @@ def test_empty_annotations_from_a_patch_are_not_kept(chain: ChainHandle) -> None
         proc = chain.kubectl("diff", "-f", "-", input=manifest, check=False, version=version)
         assert proc.returncode == 0, (version, proc.stdout, proc.stderr)
         assert proc.stdout == ""
+
+
+def test_expect_100_continue_is_answered_once_by_the_gateway(chain: ChainHandle) -> None:
+    """curl sends ``Expect: 100-continue`` for bodies over 1 MiB; the backend's interim answer
+    must not reach the client as if it were the response."""
+    import subprocess
+
+    pki = chain.chain.pki
+    crt, key = pki.pair("admin")
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "expects"},
+                       "data": {"a": "x" * 1000}})
+    proc = subprocess.run(["curl", "-sS", "-i", "--cacert", pki.ca, "--cert", crt, "--key", key, "-X", "POST",
+                           "-H", "Content-Type: application/json", "-H", "Expect: 100-continue",
+                           "--data-binary", body, f"{chain.url}/api/v1/namespaces/{NS}/configmaps"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    statuses = [line for line in proc.stdout.splitlines() if line.startswith("HTTP/")]
+    assert statuses[-1].startswith("HTTP/1.1 201"), proc.stdout[:500]
+    assert sum(s.startswith("HTTP/1.1 100") for s in statuses) <= 1
+    assert '"name":"expects"' in proc.stdout

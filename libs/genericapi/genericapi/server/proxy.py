@@ -34,6 +34,11 @@ HOP_BY_HOP = frozenset({
     "trailers", "transfer-encoding", "upgrade", "host", "content-length",
 })
 
+#: Request headers not passed on besides the hop-by-hop ones: the gateway has read the whole body
+#: already (its own server answered ``Expect: 100-continue``); passed on, the upstream's interim
+#: ``100 Continue`` would be taken for its answer.
+REQUEST_OWN = HOP_BY_HOP | {"expect"}
+
 #: Response headers the gateway's own HTTP server writes (once): the upstream's copies are dropped,
 #: so a proxied answer carries one ``Date`` and, as kube-apiserver's, no ``Server``.
 RESPONSE_OWN = HOP_BY_HOP | {"date", "server"}
@@ -54,7 +59,7 @@ def _forward_headers(scope: Scope, extra: Iterable[tuple[str, str]],
     headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
     named = {t.strip().lower() for k, v in headers if k == "connection" for t in v.split(",") if t.strip()}
     out = [(k, v) for k, v in headers
-           if k not in HOP_BY_HOP and k not in named and k not in drop and not k.startswith("x-remote-")]
+           if k not in REQUEST_OWN and k not in named and k not in drop and not k.startswith("x-remote-")]
     out.extend(extra)
     return out
 
