@@ -44,9 +44,14 @@ def up(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
         proc.kill()
         pytest.fail("kubechain up did not become ready")
     yield proc, data
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+    if proc.poll() is None:  # the test failed midway: stop it as a user would, then make sure
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    subprocess.run(["pkill", "-9", "-f", str(data)], check=False)
 
 
 def child_pids(data: Path, module: str) -> list[int]:
