@@ -32,7 +32,7 @@ from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
 from starlette.types import Message, Receive, Scope, Send
 
-from . import merged, openapi_merge
+from . import faults_http, merged, openapi_merge
 from .apiservices.layer import APIServiceLayer, LayerConfig
 from .auth import Authenticator, load_token_file
 from .control import (
@@ -43,6 +43,7 @@ from .control import (
     client_credentials,
     parse_member_targets,
 )
+from .faults import FaultInjector
 from .routing import RoutingTable
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,8 @@ class Gateway:
             services=lambda: self.apiservices.openapi if self.apiservices is not None else None)
         #: APIServices: our own group, service-backed routes, their discovery (set by ``run``).
         self.apiservices: APIServiceLayer | None = None
+        #: Fault rules (faults.py): none until the admin adds some at faults_http.ADMIN_PATH.
+        self.faults = FaultInjector()
 
     def _pick(self, scope: Scope) -> list[str]:
         """The member's replicas in the order to try them: those serving (per the control
@@ -117,10 +120,14 @@ class Gateway:
             await send({"type": "http.response.body", "body": body})
             return
         scope["kubechain.user"] = user
+        if faults_http.is_admin_path(scope["path"]):
+            await faults_http.serve_admin(self.faults, scope, receive, send, user)
+            return
         if scope["method"] in ("GET", "HEAD") and (len(self.config.members) > 1 or self.control is not None) \
                 and scope["path"].rstrip("/") in MERGED_PATHS and await self._merged(scope, send):
             return
         labels = request_labels(scope)
+        plan = faults_http.plan_request(self.faults, scope, user) if self.faults.rules else None
         code = 0
 
         async def counting_send(message: Message) -> None:
@@ -131,12 +138,18 @@ class Gateway:
 
         started = time.perf_counter()
         try:
-            if self.apiservices is None or not await self.apiservices.handle(scope, receive, counting_send):
-                await self.proxy(scope, receive, counting_send)
+            if plan is not None:
+                await faults_http.apply_plan(plan, scope, receive, counting_send, self._forward)
+            else:
+                await self._forward(scope, receive, counting_send)
         finally:
             if labels[0] != "WATCH":
                 metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
             metrics.REQUESTS.labels(*labels, str(code)).inc()
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.apiservices is None or not await self.apiservices.handle(scope, receive, send):
+            await self.proxy(scope, receive, send)
 
     async def _merged(self, scope: Scope, send: Send) -> bool:
         """Answer ``/api``, ``/apis``, ``/openapi/v2`` or the ``/openapi/v3`` index merged from every
