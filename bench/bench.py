@@ -87,6 +87,45 @@ async def bench_creates(session: aiohttp.ClientSession, gateway: str, etcd: Etcd
     return {"etcd_puts_per_s": n / raw_s, "gateway_creates_per_s": n / api_s, "ratio": raw_s / api_s}
 
 
+def deployment(name: str, rev: int) -> dict[str, Any]:
+    """A Deployment of about 2 KiB of JSON; ``rev`` is the change each write makes."""
+    env = [{"name": f"SETTING_{i:02d}", "value": f"value-{i:02d}-" + "v" * 24} for i in range(24)]
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "labels": {"app": name}, "annotations": {"bench/rev": str(rev)}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx:1.25", "env": env,
+                                                           "ports": [{"containerPort": 80}]}]}}}}
+
+
+async def bench_apply(session: aiohttp.ClientSession, gateway: str, n: int) -> dict[str, float]:
+    """Server-side applies/s of a 2 KiB Deployment / merge patches/s of the same change."""
+    base = gateway + "/apis/apps/v1/namespaces/bench/deployments"
+    objects = CONCURRENCY
+    apply_headers = {"Content-Type": "application/apply-patch+yaml"}
+    for k in range(objects):
+        async with session.patch(f"{base}/d{k}?fieldManager=bench", data=json.dumps(deployment(f"d{k}", 0)),
+                                 headers=apply_headers) as r:
+            assert r.status == 201, await r.text()
+
+    async def apply(i: int) -> None:
+        k = i % objects
+        async with session.patch(f"{base}/d{k}?fieldManager=bench", data=json.dumps(deployment(f"d{k}", i + 1)),
+                                 headers=apply_headers) as r:
+            assert r.status == 200, await r.text()
+
+    async def merge(i: int) -> None:
+        k = i % objects
+        patch = {"metadata": {"annotations": {"bench/rev": str(n + i + 1)}}}
+        async with session.patch(f"{base}/d{k}?fieldManager=bench-merge", data=json.dumps(patch),
+                                 headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200, await r.text()
+
+    apply_s = await run_concurrently(n, apply)
+    merge_s = await run_concurrently(n, merge)
+    return {"applies_per_s": n / apply_s, "merge_patches_per_s": n / merge_s, "ratio": merge_s / apply_s}
+
+
 async def bench_gets(session: aiohttp.ClientSession, base: str, n: int) -> dict[str, float]:
     latencies: list[float] = []
     url = base + "/api/v1/namespaces/bench/configmaps/c000001"
@@ -205,6 +244,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             etcd = EtcdClient([chain.etcd_endpoints])
             results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000)
             await etcd.close()
+            results["apply"] = await bench_apply(session, gateway, 1000 if args.quick else 4000)
+            if args.writes_only:
+                return results
             n = 2000 if args.quick else 10000
             async with direct_session(direct, ctx) as (dsession, dbase):
                 await bench_gets(session, gateway, 500)  # warm up both paths
@@ -226,13 +268,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
     parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    parser.add_argument("--writes-only", action="store_true", help="only the create and apply lines")
     args = parser.parse_args()
     r = asyncio.run(main_async(args))
     if args.json:
         print(json.dumps(r, indent=2))
-    c, g, li, w, p = r["create"], r["get"], r["list"], r["watch"], r["proxy_clients"]
+    c, a = r["create"], r["apply"]
     print(f"creates/s via gateway {c['gateway_creates_per_s']:.0f} / raw etcd puts/s {c['etcd_puts_per_s']:.0f}"
           f" = {c['ratio']:.2f}  (target >= 0.25)")
+    print(f"server-side applies/s of a 2 KiB Deployment {a['applies_per_s']:.0f} / merge patches/s of the same"
+          f" change {a['merge_patches_per_s']:.0f} = {a['ratio']:.2f}  (target >= 0.7)")
+    if args.writes_only:
+        return
+    g, li, w, p = r["get"], r["list"], r["watch"], r["proxy_clients"]
     print(f"GET rps via gateway {g['gateway']['rps']:.0f} / direct {g['direct']['rps']:.0f} = {g['rps_ratio']:.2f}"
           f"  (target >= 0.6); p50 {g['gateway']['p50_ms']:.1f}/{g['direct']['p50_ms']:.1f} ms,"
           f" p99 {g['gateway']['p99_ms']:.1f}/{g['direct']['p99_ms']:.1f} ms = {g['p99_ratio']:.2f}x (target <= 2x)")

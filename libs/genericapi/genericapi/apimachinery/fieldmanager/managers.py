@@ -31,7 +31,6 @@ from .typed import (
     merge,
     remove_items,
     to_field_set,
-    validate,
 )
 
 APPLY, UPDATE = "Apply", "Update"
@@ -318,8 +317,7 @@ class FieldManager:
         except ManagedFieldsError as err:
             raise apierrors.unknown_error(f"failed to decode managed fields: {err}") from None
         live_cmp = _without_managed_fields(live) if live is not None else MISSING
-        validate(config, self.root)
-        merged = merge(live_cmp, config, self.root)
+        merged = merge(live_cmp, config, self.root)  # also raises TypedError for an untypable config
         ident = identifier(manager, APPLY, self.api_version, subresource)
         last = managed.get(ident)
         previous_time = last.time if last is not None else None
@@ -328,7 +326,8 @@ class FieldManager:
         if ignored is not None:
             applied = applied.recursive_difference(ignored)
         managed[ident] = Entry(applied, self.api_version, True, previous_time)
-        if last is not None and not last.fields.empty():
+        if last is not None and not last.fields.difference(applied).empty():
+            # Only what the applier owned and no longer applies can go.
             merged = self._prune(merged, managed, last.fields)
         self._update_sets(live_cmp, merged, managed, ident, force, subresource)
         _strip(managed)

@@ -19,7 +19,7 @@ _JSON_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
 def go_json(value: Any, *, sort_keys: bool = True) -> str:
     """Compact JSON as Go's encoder writes it (HTML characters escaped)."""
     text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0).decode()
-    if any(ch in text for ch in "<>&\u2028\u2029"):
+    if "<" in text or ">" in text or "&" in text or "\u2028" in text or "\u2029" in text:
         for raw, escaped in _JSON_ESCAPES:
             text = text.replace(raw, escaped)
     return text
@@ -31,10 +31,26 @@ def field(name: str) -> str:
 
 def key(fields: dict[str, Any]) -> str:
     """``k:{...}`` for an associative list item: key fields sorted by name."""
-    return "k:" + go_json(fields)
+    try:
+        return _cached_key(tuple(fields.items()))
+    except TypeError:  # an unhashable key value
+        return "k:" + go_json(fields)
+
+
+@functools.lru_cache(maxsize=16384)
+def _cached_key(items: tuple[tuple[str, Any], ...]) -> str:
+    return "k:" + go_json(dict(items))
 
 
 def value(v: Any) -> str:
+    try:
+        return _cached_value(v, type(v).__name__)
+    except TypeError:
+        return "v:" + go_json(v)
+
+
+@functools.lru_cache(maxsize=16384)
+def _cached_value(v: Any, _type: str) -> str:
     return "v:" + go_json(v)
 
 
