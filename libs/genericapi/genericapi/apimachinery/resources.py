@@ -22,6 +22,25 @@ STANDARD_VERBS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+class SubresourceSpec:
+    """A subresource served with verbs or a kind of its own (``pods/eviction``: create only,
+    answering policy/v1 Eviction; ``pods/binding``: create, Binding). Subresources without one
+    are ``status``-like: get/patch/update of the resource's own kind."""
+
+    name: str
+    verbs: tuple[str, ...]
+    group: str = ""
+    version: str = ""
+    kind: str = ""
+    #: Other apiVersions a body may carry (kube's GroupVersionAcceptor: policy/v1beta1 Evictions).
+    also_accepts: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+@dataclass(frozen=True)
 class ResourceInfo:
     """One REST resource at one group-version, as discovery describes it."""
 
@@ -38,6 +57,8 @@ class ResourceInfo:
     subresources: tuple[str, ...] = ()
     #: For a "scale" subresource: JSON paths of spec replicas, status replicas, selector.
     scale_paths: tuple[str, str, str] | None = None
+    #: Subresources (named in ``subresources``) with their own verbs or kind.
+    subresource_specs: tuple[SubresourceSpec, ...] = ()
     #: Storage version hash published by discovery (opaque; stable per resource).
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -61,3 +82,7 @@ class ResourceInfo:
 
     def supports(self, verb: str) -> bool:
         return verb in self.verbs
+
+    def subresource_spec(self, name: str) -> SubresourceSpec | None:
+        """The spec of subresource ``name`` when it has its own verbs or kind."""
+        return next((s for s in self.subresource_specs if s.name == name), None)

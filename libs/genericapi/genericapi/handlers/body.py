@@ -36,8 +36,8 @@ def media_type(request: Request) -> str:
 
 
 async def read_object(request: Request, info: ResourceInfo | None, detect_duplicates: bool,
-                      kind: str | None = None, api_version: str | None = None
-                      ) -> tuple[dict[str, Any], list[str]]:
+                      kind: str | None = None, api_version: str | None = None,
+                      also_accepts: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[str]]:
     """The body as an object of the endpoint's kind, and duplicate-field messages."""
     ctype = media_type(request)
     if ctype == PROTOBUF:
@@ -55,6 +55,8 @@ async def read_object(request: Request, info: ResourceInfo | None, detect_duplic
                                                kind=kind or (info.kind if info else ""))
     want_kind = kind or (info.kind if info else "")
     want_version = api_version or (info.api_version if info else "")
+    if obj.get("apiVersion") in also_accepts:
+        want_version = str(obj["apiVersion"])  # another version the endpoint converts from
     check_type(obj, want_kind, want_version)
     return obj, duplicates
 

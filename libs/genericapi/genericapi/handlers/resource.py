@@ -84,6 +84,23 @@ async def create(t: Target, request: Request) -> Response:
     return resp
 
 
+async def create_subresource(t: Target, request: Request) -> Response:
+    """POST on a create-only subresource (``pods/binding``, ``pods/eviction``): the body is the
+    subresource's kind; what is answered is the store's creator's (often a Status)."""
+    creator = t.store.subresource_creators.get(t.subresource)
+    spec = t.store.info.subresource_spec(t.subresource)
+    if creator is None or spec is None:
+        raise apierrors.APIError(405, "MethodNotAllowed",
+                                 "the server does not allow this method on the requested resource", {})
+    dry = qp.dry_run(request.query_params, "CreateOptions")
+    kind = spec.kind or t.store.info.kind
+    api_version = spec.api_version if spec.kind else t.store.info.api_version
+    obj, _ = await read_object(request, None, False, kind=kind, api_version=api_version,
+                               also_accepts=spec.also_accepts)
+    code, body = await creator(t.namespace, t.name, obj, dry)
+    return object_response(body, code, pretty=_pretty(request))
+
+
 async def update(t: Target, request: Request) -> Response:
     params = request.query_params
     kind = qp.OPTIONS_KIND[request.method]

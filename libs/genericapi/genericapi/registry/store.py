@@ -42,6 +42,9 @@ BeginCreateHook = Callable[[dict[str, Any], bool], Awaitable[FinishHook]]
 BeginUpdateHook = Callable[[dict[str, Any], dict[str, Any], bool], Awaitable[FinishHook]]
 #: kube's AfterDelete: (the deleted object); runs once it is gone from etcd (never on dry-run).
 AfterDeleteHook = Callable[[dict[str, Any]], Awaitable[None]]
+#: A create-only subresource (kube's ``NamedCreater``: ``pods/binding``, ``pods/eviction``):
+#: (namespace, name, the decoded body, dry_run) -> (HTTP status, response object).
+SubresourceCreate = Callable[[str, str, dict[str, Any], bool], Awaitable[tuple[int, dict[str, Any]]]]
 
 _GENERATE_NAME_ATTEMPTS = 8
 #: Unpinned updates (patches without a resourceVersion) retry on conflict like etcd3's
@@ -82,6 +85,8 @@ class Store:
         self.after_delete: AfterDeleteHook | None = None
         #: managedFields bookkeeping of writes that name a writer (fieldtracking.py).
         self.fields = FieldTracker(strategy)
+        #: POST on ``<object>/<subresource>``, by subresource name (see SubresourceCreate).
+        self.subresource_creators: dict[str, SubresourceCreate] = {}
 
     async def start(self) -> None:
         await self.cache.start()

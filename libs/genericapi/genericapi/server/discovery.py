@@ -25,13 +25,19 @@ OrderFn = Callable[[str, str], tuple[Any, ...]]
 
 
 def _subresource_kind(info: ResourceInfo, sub: str) -> tuple[str, str, str]:
+    spec = info.subresource_spec(sub)
+    if spec is not None and spec.kind:
+        return (spec.group, spec.version, spec.kind)
     if sub == "scale":
         return ("autoscaling", "v1", "Scale")
     return ("", "", info.kind)
 
 
-def subresource_verbs(sub: str) -> tuple[str, ...]:
+def subresource_verbs(sub: str, info: ResourceInfo | None = None) -> tuple[str, ...]:
     """The verbs a subresource is served with (routes and discovery both ask here)."""
+    spec = info.subresource_spec(sub) if info is not None else None
+    if spec is not None:
+        return spec.verbs
     return _SUBRESOURCE_VERBS_BY_NAME.get(sub, SUBRESOURCE_VERBS)
 
 
@@ -56,7 +62,7 @@ def api_subresource(info: ResourceInfo, sub: str) -> dict[str, Any]:
         out["group"] = group
         out["version"] = version
     out["kind"] = kind
-    out["verbs"] = list(subresource_verbs(sub))
+    out["verbs"] = sorted(subresource_verbs(sub, info))
     return out
 
 
@@ -157,7 +163,7 @@ def aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
     for sub in sorted(info.subresources):
         group, version, kind = _subresource_kind(info, sub)
         subs.append({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind},
-                     "verbs": list(subresource_verbs(sub))})
+                     "verbs": sorted(subresource_verbs(sub, info))})
     if subs:
         out["subresources"] = subs
     return out

@@ -193,18 +193,20 @@ def _pick(method: str, item: bool, sub: bool, watch: bool) -> Endpoint | None:
         return {"GET": rest.list_or_watch, "POST": rest.create,
                 "DELETE": rest.delete_collection}.get(method)
     if sub:
-        return {"GET": rest.get, "PUT": rest.update, "PATCH": rest.patch}.get(method)
+        return {"GET": rest.get, "PUT": rest.update, "PATCH": rest.patch,
+                "POST": rest.create_subresource}.get(method)
     return {"GET": rest.get, "PUT": rest.update, "PATCH": rest.patch, "DELETE": rest.delete}.get(method)
 
 
 _VERB_OF: dict[Any, str] = {
     rest.get: "get", rest.list_or_watch: "list", rest.create: "create", rest.update: "update",
     rest.patch: "patch", rest.delete: "delete", rest.delete_collection: "deletecollection",
+    rest.create_subresource: "create",
 }
 
 
 def _allowed(store: Store, handler: Endpoint, sub: str = "") -> bool:
     if sub:
-        return _VERB_OF[handler] in subresource_verbs(sub)
+        return _VERB_OF[handler] in subresource_verbs(sub, store.info)
     return store.info.supports(_VERB_OF[handler])
 
