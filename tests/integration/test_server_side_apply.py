@@ -249,3 +249,47 @@ def test_crd_list_map_keys_shared_by_two_managers(chain: ChainHandle) -> None:
     status, obj = apply(chain, path, route(), "fieldManager=one")
     assert status == 200
     assert [r["host"] for r in obj["spec"]["rules"]] == ["b"]
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.30", "1.33"])
+def test_kubectl_client_side_to_server_side_and_back(chain: ChainHandle, tmp_path: Any, version: str) -> None:
+    name = "m" + version.replace(".", "")
+    manifest = tmp_path / "dep.yaml"
+
+    def write(replicas: int) -> None:
+        manifest.write_text(yaml.safe_dump({**deployment(name, replicas), "metadata": {"name": name, "namespace": NS}}))
+
+    write(2)
+    chain.kubectl("apply", "-f", str(manifest), version=version)  # client-side: last-applied annotation
+    write(3)
+    diff = chain.kubectl("diff", "--server-side", "-f", str(manifest), version=version, check=False)
+    assert diff.returncode == 1 and "+  replicas: 3" in diff.stdout
+    # The fields kubectl-client-side-apply owns as last applied move to the server-side applier.
+    chain.kubectl("apply", "--server-side", "-f", str(manifest), version=version)
+    got = json.loads(chain.kubectl("get", "-n", NS, f"deployment/{name}", "-o", "json", "--show-managed-fields",
+                                   version=version).stdout)
+    assert got["spec"]["replicas"] == 3
+    owners = managers(got)
+    assert owners[("kubectl", "Apply", "")]["f:spec"]["f:replicas"] == {}
+    assert not any("f:replicas" in fields.get("f:spec", {}) for key, fields in owners.items()
+                   if key[0] != "kubectl")
+    last = json.loads(got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+    assert last["spec"]["replicas"] == 3  # kept in step for a later client-side apply
+    write(4)
+    chain.kubectl("apply", "-f", str(manifest), version=version)  # and back to client-side
+    got = json.loads(chain.kubectl("get", "-n", NS, f"deployment/{name}", "-o", "json", version=version).stdout)
+    assert got["spec"]["replicas"] == 4
+
+
+def test_last_applied_conflicts_are_allowed_only_while_live_matches(chain: ChainHandle) -> None:
+    last = json.dumps({**cm("la1", {"a": "1"}), "metadata": {"name": "la1", "namespace": NS}})
+    body = cm("la1", {"a": "1"})
+    body["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": last}
+    assert chain.json("POST", f"{CM}?fieldManager=kubectl-client-side-apply", body)[0] == 201
+    status, obj = apply(chain, f"{CM}/la1", cm("la1", {"a": "2"}), "fieldManager=kubectl")
+    assert status == 200 and obj["data"] == {"a": "2"}
+    # Another applier gets the conflict: only kubectl migrates client-side ownership.
+    chain.json("POST", f"{CM}?fieldManager=kubectl-client-side-apply", {**body, "metadata": {
+        **body["metadata"], "name": "la2"}})
+    status, err = apply(chain, f"{CM}/la2", cm("la2", {"a": "2"}), "fieldManager=helm")
+    assert status == 409 and 'conflict with "kubectl-client-side-apply" using v1: .data.a' in err["message"]

@@ -123,7 +123,6 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
             new = fm.apply(old, config, manager, force=force, subresource=subresource)
         except TypedError as err:
             raise _typed_failure(err, store, namespace, name) from None
-        assert new is not None
         _check_identity(new, name, namespace)
         new["metadata"]["resourceVersion"] = pinned_rv or old["metadata"]["resourceVersion"]
         return new
@@ -141,7 +140,6 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
             created = fm.apply(None, config, manager, force=force)
         except TypedError as terr:
             raise _typed_failure(terr, store, namespace, name) from None
-        assert created is not None
         created["metadata"].pop("resourceVersion", None)
         result = await store.create(namespace, created, dry_run=dry_run, writer=writer)
         status = 201

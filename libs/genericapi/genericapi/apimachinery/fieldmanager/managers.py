@@ -25,6 +25,7 @@ from .schema import TypeNode
 from .typed import (
     MISSING,
     Comparison,
+    TypedError,
     compare,
     ensure_named_fields_are_members,
     go_zero_baseline,
@@ -253,7 +254,7 @@ class FieldManager:
             if not cmp.removed.empty():
                 entry.fields = entry.fields.difference(cmp.removed)
         if conflicts:
-            raise conflict_error(conflicts)
+            raise _Conflicts(conflicts)
         for ident in list(managed):
             if managed[ident].fields.empty():
                 del managed[ident]
@@ -303,10 +304,49 @@ class FieldManager:
             new_meta["managedFields"] = encoded
 
     def apply(self, live: dict[str, Any] | None, config: dict[str, Any], manager: str, *, force: bool,
-              subresource: str = "", when: str | None = None) -> dict[str, Any] | None:
-        """Merge an applied configuration into ``live`` (None: create). Returns the new object
-        with its managedFields, or None when the apply changes nothing but ownership (then the
-        caller keeps ``live`` with the returned managedFields: see :meth:`apply_managed`)."""
+              subresource: str = "", when: str | None = None) -> dict[str, Any]:
+        """Merge an applied configuration into ``live`` (None: create): the new object with its
+        managedFields. Raises kube's 409 on conflicts.
+
+        As kube's lastAppliedManager and lastAppliedUpdater, for the manager ``kubectl`` only:
+        conflicts on fields the object's client-side ``last-applied-configuration`` holds with
+        the live values are allowed (kubectl moving an object from client-side to server-side
+        apply), and that annotation, when present, is rewritten to the applied configuration."""
+        try:
+            out = self._apply(live, config, manager, force, subresource, when)
+        except _Conflicts as err:
+            allowed = self._allowed_from_last_applied(live) if manager == _KUBECTL else None
+            remaining = [(i, p) for i, p in err.conflicts if allowed is None or not allowed.has(p)]
+            if remaining:
+                raise conflict_error(remaining) from None
+            out = self._apply(live, config, manager, True, subresource, when)
+        if manager == _KUBECTL and _last_applied(live) is not None:
+            annotations = dict(out["metadata"].get("annotations") or {})
+            annotations[LAST_APPLIED] = _build_last_applied(config)
+            out["metadata"]["annotations"] = annotations
+        return out
+
+    def _allowed_from_last_applied(self, live: dict[str, Any] | None) -> FieldSet | None:
+        text = _last_applied(live)
+        if text is None:
+            return None
+        try:
+            last = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(last, dict):
+            return None
+        try:
+            last_set = to_field_set(last, self.root)
+            cmp = compare(last, _without_managed_fields(live), self.root)
+        except (TypedError, ValueError):
+            return None
+        if not cmp.modified.intersection(last_set).empty():
+            return None  # the live object moved away from what kubectl last applied
+        return last_set
+
+    def _apply(self, live: dict[str, Any] | None, config: dict[str, Any], manager: str, force: bool,
+               subresource: str, when: str | None) -> dict[str, Any]:
         config_meta = config.get("metadata")
         if isinstance(config_meta, dict) and config_meta.get("managedFields") is not None:
             raise apierrors.bad_request("metadata.managedFields must be nil")
@@ -361,6 +401,34 @@ class FieldManager:
         pruned = remove_items(merged, merged_set.difference(pruned_set.union(owned_e)), root)
         pruned_set = ensure_named_fields_are_members(to_field_set(_or_empty(pruned), root), root)
         return _or_empty(remove_items(merged, merged_set.difference(pruned_set).intersection(last_e), root))
+
+
+class _Conflicts(Exception):
+    def __init__(self, conflicts: list[tuple[str, Path]]) -> None:
+        super().__init__(f"{len(conflicts)} conflicts")
+        self.conflicts = conflicts
+
+
+_KUBECTL = "kubectl"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _last_applied(live: dict[str, Any] | None) -> str | None:
+    if not isinstance(live, dict):
+        return None
+    annotations = (live.get("metadata") or {}).get("annotations")
+    value = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _build_last_applied(config: dict[str, Any]) -> str:
+    """``buildLastApplied``: the configuration without the annotation, as Go's JSON encoder
+    writes it (keys sorted, trailing newline)."""
+    meta = config.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict) and LAST_APPLIED in meta["annotations"]:
+        annotations = {k: v for k, v in meta["annotations"].items() if k != LAST_APPLIED}
+        config = {**config, "metadata": {**meta, "annotations": annotations}}
+    return pathelement.go_json(config) + "\n"
 
 
 def _or_empty(v: Any) -> Any:
