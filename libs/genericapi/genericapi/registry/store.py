@@ -371,6 +371,27 @@ class Store:
                 return out
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
 
+    async def storage_update(self, namespace: str, name: str,
+                             mutate: Callable[[dict[str, Any]], dict[str, Any]], *,
+                             dry_run: bool = False) -> dict[str, Any]:
+        """kube's ``Storage.GuaranteedUpdate`` beneath the strategy: read, ``mutate`` (it may raise),
+        write against the read revision, again after a lost race. No strategy, admission or
+        field tracking runs: ``pods/binding`` writes spec.nodeName and a status condition so."""
+        for _ in range(_CONFLICT_RETRIES):
+            old, kv = await self._read(namespace, name)
+            new = mutate(copy.deepcopy(old))
+            if dry_run:
+                return new
+            try:
+                rev = await self.client.update(kv.key, await self.encode(new), kv.mod_revision)
+            except serrors.RevisionConflictError:
+                continue
+            except serrors.StorageError as err:
+                raise self._err(err, name, operation="update") from err
+            new.setdefault("metadata", {})["resourceVersion"] = str(rev)
+            return new
+        raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+
     async def _write_update(self, namespace: str, name: str, new: dict[str, Any], old: dict[str, Any],
                             kv: KeyValue, pinned: bool, dry_run: bool, subresource: str = "") -> dict[str, Any] | None:
         """Admit, validate and write one prepared update; None when a lost race means retry.
