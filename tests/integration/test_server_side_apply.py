@@ -293,3 +293,18 @@ def test_last_applied_conflicts_are_allowed_only_while_live_matches(chain: Chain
         **body["metadata"], "name": "la2"}})
     status, err = apply(chain, f"{CM}/la2", cm("la2", {"a": "2"}), "fieldManager=helm")
     assert status == 409 and 'conflict with "kubectl-client-side-apply" using v1: .data.a' in err["message"]
+
+
+def test_scale_apply_owns_replicas_on_the_parent(chain: ChainHandle) -> None:
+    apply(chain, f"{DEP}/sc1", deployment("sc1", 2), "fieldManager=owner")
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "sc1"}, "spec": {"replicas": 6}}
+    status, body = apply(chain, f"{DEP}/sc1/scale", scale, "fieldManager=hpa")
+    assert status == 409
+    assert body["message"] == 'Apply failed with 1 conflict: conflict with "owner": .spec.replicas'
+    status, body = apply(chain, f"{DEP}/sc1/scale", scale, "fieldManager=hpa&force=true")
+    assert status == 200 and body["kind"] == "Scale" and body["spec"]["replicas"] == 6
+    status, dep = chain.json("GET", f"{DEP}/sc1")
+    assert managers(dep)[("hpa", "Apply", "scale")] == {"f:spec": {"f:replicas": {}}}
+    bad = {**scale, "spec": {"replicas": -1}}
+    status, body = apply(chain, f"{DEP}/sc1/scale", bad, "fieldManager=hpa")
+    assert status == 422 and "spec.replicas" in body["message"]

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from genericapi.apimachinery import decoding
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.fieldmanager.typed import TypedError
+from genericapi.apimachinery.nested import set_path
 from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.fieldvalidation import check_fields
 from genericapi.registry.store import Store
@@ -24,7 +25,8 @@ from genericapi.registry.store import Store
 from .negotiation import Output
 from .ownership import field_manager
 from .render import render_object
-from .responses import format_warning
+from .responses import format_warning, object_response
+from .scale import to_scale
 
 APPLY_PATCH = "application/apply-patch+yaml"
 
@@ -52,7 +54,8 @@ def _gvk(obj: dict[str, Any]) -> str:
     return f"{group}/{version}, Kind={kind}"
 
 
-def decode_config(raw: bytes, store: Store, validation: str) -> tuple[dict[str, Any], list[str]]:
+def decode_config(raw: bytes, store: Store, validation: str, *, api_version: str = "",
+                  kind: str = "") -> tuple[dict[str, Any], list[str]]:
     """The applied configuration, with kube's 400s for bodies that are not one."""
     if not raw.strip():
         config: Any = {}
@@ -75,7 +78,7 @@ def decode_config(raw: bytes, store: Store, validation: str) -> tuple[dict[str, 
             except apierrors.APIError as err:
                 raise apierrors.bad_request(f"error decoding YAML: {err.message}") from None
     info = store.info
-    if config.get("apiVersion") != info.api_version or config.get("kind") != info.kind:
+    if config.get("apiVersion") != (api_version or info.api_version) or config.get("kind") != (kind or info.kind):
         raise apierrors.bad_request(f"invalid object type: {_gvk(config)}")
     return config, duplicates
 
@@ -109,6 +112,8 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
     if not manager:
         raise apierrors.invalid_object("meta.k8s.io", "PatchOptions", "", [
             apierrors.required("fieldManager", "is required for apply patch")])
+    if subresource == "scale":
+        return await _apply_scale(store, namespace, name, raw, validation, dry_run, manager, force, pretty)
     if subresource not in ("", "status"):
         raise apierrors.APIError(415, "UnsupportedMediaType",
                                  f"apply patches are not supported on the {subresource} subresource")
@@ -148,3 +153,34 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
         resp.headers.append("Warning", format_warning(w))
     return resp
 
+
+
+async def _apply_scale(store: Store, namespace: str, name: str, raw: bytes, validation: str, dry_run: bool,
+                       manager: str, force: bool, pretty: bool) -> Response:
+    """Apply an ``autoscaling/v1`` Scale: ownership of the replicas is recorded on the parent
+    (its replicas path, ``subresource: scale``), where conflicts with the parent's appliers show."""
+    config, _ = decode_config(raw, store, validation, api_version="autoscaling/v1", kind="Scale")
+    _check_identity(config, name, namespace)
+    spec_path = (store.info.scale_paths or (".spec.replicas",))[0]
+    parent: dict[str, Any] = {"apiVersion": store.info.api_version, "kind": store.info.kind,
+                              "metadata": {"name": name}}
+    spec = config.get("spec")
+    if isinstance(spec, dict) and "replicas" in spec:
+        replicas = spec["replicas"]
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            detail = "must be greater than or equal to 0" if isinstance(replicas, int) else "must be an integer"
+            raise apierrors.invalid_object("autoscaling", "Scale", name, [
+                apierrors.invalid("spec.replicas", replicas, detail)])
+        set_path(parent, spec_path, replicas)
+    fm = store.fields.manager()
+    pinned_rv = (config.get("metadata") or {}).get("resourceVersion") or ""
+
+    def produce(old: dict[str, Any]) -> dict[str, Any]:
+        new = fm.apply(old, parent, manager, force=force, subresource="scale")
+        new["metadata"]["resourceVersion"] = pinned_rv or old["metadata"]["resourceVersion"]
+        return new
+
+    updated = await store.guaranteed_update(namespace, name, produce, dry_run=dry_run,
+                                            precondition=True if pinned_rv else None,
+                                            writer=Writer(manager, "scale", recorded=True))
+    return object_response(to_scale(store, updated), pretty=pretty)
