@@ -69,5 +69,6 @@ def test_recursive_difference_drops_whole_subtrees() -> None:
 
 
 def test_paths_iterate_in_kube_order() -> None:
-    fs = FieldSet.from_json({"f:b": {".": {}, "f:c": {}}, "f:a": {}})
-    assert list(fs.paths()) == [("f:a",), ("f:b",), ("f:b", "f:c")]
+    fs = FieldSet.from_json({"f:b": {".": {}, "f:c": {}}, "f:a": {"f:x": {}}, "f:z": {}})
+    # Set.Iterate: this level's members first, then each child's paths.
+    assert list(fs.paths()) == [("f:b",), ("f:z",), ("f:a", "f:x"), ("f:b", "f:c")]

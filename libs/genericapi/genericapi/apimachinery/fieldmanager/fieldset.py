@@ -66,13 +66,12 @@ class FieldSet:
         return bool(path) and path[-1] in node.members
 
     def paths(self, prefix: Path = ()) -> Iterator[Path]:
-        """Every member path, in kube's order (``Set.Iterate``)."""
-        for pe in sorted(self.members | set(self.children), key=pathelement.sort_key):
-            if pe in self.members:
-                yield (*prefix, pe)
-            sub = self.children.get(pe)
-            if sub is not None:
-                yield from sub.paths((*prefix, pe))
+        """Every member path, in kube's order (``Set.Iterate``: this level's members, then
+        each child's paths)."""
+        for pe in sorted(self.members, key=pathelement.sort_key):
+            yield (*prefix, pe)
+        for pe in sorted(self.children, key=pathelement.sort_key):
+            yield from self.children[pe].paths((*prefix, pe))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FieldSet):
