@@ -308,3 +308,17 @@ def test_scale_apply_owns_replicas_on_the_parent(chain: ChainHandle) -> None:
     bad = {**scale, "spec": {"replicas": -1}}
     status, body = apply(chain, f"{DEP}/sc1/scale", bad, "fieldManager=hpa")
     assert status == 422 and "spec.replicas" in body["message"]
+
+
+def test_update_managers_are_capped_at_ten(chain: ChainHandle) -> None:
+    chain.json("POST", f"{CM}?fieldManager=m00", cm("cap1", {"k00": "v"}))
+    for i in range(1, 12):
+        status, _h, raw = chain.request("PATCH", f"{CM}/cap1?fieldManager=m{i:02d}",
+                                        raw=json.dumps({"data": {f"k{i:02d}": "v"}}).encode(),
+                                        headers={"Content-Type": "application/merge-patch+json"})
+        assert status == 200
+    entries = json.loads(raw)["metadata"]["managedFields"]
+    names = [e["manager"] for e in entries]
+    assert len(entries) == 10 and "ancient-changes" in names
+    ancient = next(e for e in entries if e["manager"] == "ancient-changes")
+    assert set(ancient["fieldsV1"]["f:data"]) >= {"f:k00", "f:k01", "f:k02"}
