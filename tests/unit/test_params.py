@@ -44,8 +44,9 @@ def _bad(fn: Any, *args: Any) -> APIError:
 
 
 @pytest.mark.parametrize(("value", "expected"), [
+    # kube's Convert_Slice_string_To_bool: only absent, "0" and "false" (any case) are false.
     (None, False), ("true", True), ("True", True), ("1", True), ("", True), ("false", False),
-    ("0", False), ("yes", False),
+    ("FALSE", False), ("0", False), ("yes", True), ("no", True), ("\x00", True),
 ])
 def test_flag(value: str | None, expected: bool) -> None:
     params = {} if value is None else {"watch": value}

@@ -14,10 +14,12 @@ from genericapi.registry.options import DeleteOptions, ListOptions, Predicate
 
 
 def flag(params: Mapping[str, str], name: str) -> bool:
+    """A boolean query parameter as kube's conversion reads it: absent is false, ``0`` and
+    ``false`` (any case) are false, anything else (``watch``, ``watch=``, ``watch=yes``) is true."""
     value = params.get(name)
     if value is None:
         return False
-    return value.lower() in ("1", "true", "")
+    return value != "0" and value.lower() != "false"
 
 
 def int_param(params: Mapping[str, str], name: str) -> int | None:

@@ -358,7 +358,8 @@ class WatchCache:
                 watcher.items.append(Bookmark(self.revision, initial_events_end=True))
             watcher.last_revision = self.revision
         else:
-            assert start_revision is not None
+            if not start_revision:
+                start_revision = self.revision  # sendInitialEvents=false and no version: from now on
             if start_revision < self._window_start:
                 raise TooOldRevisionError(start_revision, self._window_start)
             for ev in self._events:
