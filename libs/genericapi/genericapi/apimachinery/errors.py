@@ -118,8 +118,9 @@ class APIError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # omitempty: a plain Go error (StatusReasonUnknown) has none
+            out["reason"] = self.reason
         if self.details is not None:
             out["details"] = self.details
         out["code"] = self.code

@@ -32,7 +32,7 @@ def render_object(store: Store, obj: dict[str, Any], out: Output, pretty: bool,
 
 
 def _list_meta(result: ListResult) -> dict[str, Any]:
-    meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
+    meta: dict[str, Any] = {"resourceVersion": str(result.revision)} if result.revision else {}
     if result.continue_token:
         meta["continue"] = result.continue_token
     if result.remaining is not None:

@@ -85,6 +85,8 @@ class Store:
         self.after_delete: AfterDeleteHook | None = None
         #: managedFields bookkeeping of writes that name a writer (fieldtracking.py).
         self.fields = FieldTracker(strategy)
+        #: Warning sent with every response of a deprecated resource ("": none).
+        self.deprecation_warning = ""
         #: POST on ``<object>/<subresource>``, by subresource name (see SubresourceCreate).
         self.subresource_creators: dict[str, SubresourceCreate] = {}
 

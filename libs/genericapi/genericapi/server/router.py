@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.handlers import resource as rest
-from genericapi.handlers.responses import error_response, json_response
+from genericapi.handlers.responses import error_response, format_warning, json_response
 from genericapi.registry.store import Store
 
 from . import metrics
@@ -183,7 +183,11 @@ class APIRouter:
         handler = _pick(method, bool(name), bool(sub), watch)
         if handler is None or not _allowed(store, handler, sub):
             raise _METHOD_NOT_ALLOWED
-        return await handler(target, request)
+        response = await handler(target, request)
+        if store.deprecation_warning:
+            # kube's deprecated-API warning, on every request of the resource (v1 ComponentStatus).
+            response.headers.append("Warning", format_warning(store.deprecation_warning))
+        return response
 
 
 def _pick(method: str, item: bool, sub: bool, watch: bool) -> Endpoint | None:
