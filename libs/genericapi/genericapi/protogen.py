@@ -11,6 +11,11 @@ Run ``python -m genericapi.protogen`` to generate ahead of time (it also writes 
 protobuf descriptor set, see ``genericapi.apimachinery.k8sproto_descriptors``), and
 ``python -m genericapi.protogen --check`` to verify that the generated code in place is exactly what
 the current ``proto/`` and grpc_tools produce (``stale_outputs``; CI runs it through a unit test).
+
+A wheel is built with everything in it (``build_into``, called by setup.py's build step): ``proto/``
+as package data (``genericapi/proto``), the generated modules stamped *prebuilt* (trusted as
+current while they are generated from that shipped ``proto/``, so an installed package never needs
+to write into site-packages), and the Kubernetes descriptor set.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ REPO_ROOT = PACKAGE_DIR.parents[2]
 PROTO_DIR_ENV = "KUBECHAIN_PROTO_DIR"
 _STAMP = ".stamp"
 _LOCK = ".lock"
+#: stamp content of generated code built into a wheel from the proto/ shipped beside it
+_PREBUILT = "prebuilt from the package's proto/\n"
+#: proto/ inside an installed wheel (package data); absent in a checkout, where REPO_ROOT/proto is used
+PACKAGED_PROTO_DIR = PACKAGE_DIR / "proto"
 
 _thread_lock = threading.Lock()
 
@@ -41,8 +50,11 @@ class ProtoGenerationError(RuntimeError):
 
 
 def proto_dir() -> Path:
+    """``$KUBECHAIN_PROTO_DIR``, else the ``proto/`` an installed wheel ships, else the checkout's."""
     override = os.environ.get(PROTO_DIR_ENV)
-    return Path(override).resolve() if override else REPO_ROOT / "proto"
+    if override:
+        return Path(override).resolve()
+    return PACKAGED_PROTO_DIR if PACKAGED_PROTO_DIR.is_dir() else REPO_ROOT / "proto"
 
 
 def _proto_files(root: Path) -> list[Path]:
@@ -62,6 +74,9 @@ def _is_fresh(root: Path, protos: list[Path], out: Path, package: str) -> bool:
         stamp_mtime = stamp.stat().st_mtime_ns
     except OSError:
         return False
+    if recorded == _PREBUILT:
+        # Built into a wheel from the proto/ installed beside it: current unless pointed elsewhere.
+        return root == (out / ".." / "proto").resolve()
     if recorded != _inputs_signature(root, protos, package):
         return False
     return all(p.stat().st_mtime_ns <= stamp_mtime for p in protos)
@@ -185,6 +200,28 @@ def stale_outputs(proto_root: Path | None = None, out_dir: Path | None = None,
         fresh = _code_files(fresh_dir)
     current = _code_files(out) if out.is_dir() else {}
     return sorted(name for name in fresh.keys() | current.keys() if fresh.get(name) != current.get(name))
+
+
+def build_into(package_dir: Path, proto_source: Path) -> Path | None:
+    """Fill a built ``genericapi`` package (a wheel's build directory) with what it needs at run time.
+
+    Copies ``proto_source`` to ``package_dir/proto``, generates ``package_dir/generated`` from it
+    (stamped prebuilt) and bundles the Kubernetes descriptor set there
+    (:func:`genericapi.apimachinery.k8sproto_descriptors.bundle_descriptor_set`); returns the set's
+    path, or None when no source could be had (the installed package then reads the kubectl on PATH).
+    """
+    shipped = package_dir / "proto"
+    if shipped.exists():
+        shutil.rmtree(shipped)
+    shutil.copytree(proto_source, shipped, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    out = package_dir / "generated"
+    ensure_generated(shipped, out, GENERATED_PACKAGE)
+    (out / _STAMP).write_text(_PREBUILT)
+    from genericapi.apimachinery import k8sproto_descriptors
+
+    descriptors = k8sproto_descriptors.bundle_descriptor_set(out)
+    (out / _LOCK).unlink(missing_ok=True)
+    return descriptors
 
 
 def main(argv: list[str] | None = None) -> int:
