@@ -110,6 +110,8 @@ class Chain:
     #: Encryption at rest (``--encryption-provider-config``): "" writes and uses a default file in the
     #: data dir (Secrets with a fresh aescbc key, kept), "none" encrypts nothing, else a file of yours.
     encryption_config: str = ""
+    #: Run core-api's controllers (namespace, serviceaccount, GC, ...); off is envtest's bare API server.
+    controllers: bool = True
 
     @property
     def pki(self) -> CertPaths:
@@ -177,11 +179,12 @@ class Chain:
         if self.replicas < 1:
             raise ValueError(f"replicas must be at least 1, not {self.replicas}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        paths = ensure_certificates(self.data_dir / "pki")
-        encryption = self._encryption_args()
+        # etcd first: it boots while the certificates and the encryption config are written.
         endpoints = self.etcd_endpoints
         if not endpoints:
             endpoints = self._start_etcd()
+        paths = ensure_certificates(self.data_dir / "pki")
+        encryption = self._encryption_args()
         self.etcd_endpoints = endpoints
         self.gateway_ports = [self.port, *(free_ports(self.replicas - 1) if self.replicas > 1 else [])]
         common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
@@ -227,7 +230,8 @@ class Chain:
         for i in range(self.replicas):
             self._spawn(self.replica_name("core-api", i),
                         [py, "-m", "coreapi", *listen["core-api"][i], "--advertise-port", str(self.port),
-                         "--root-ca-file", paths.ca, *delegates, *common])
+                         "--root-ca-file", paths.ca, *delegates, *common,
+                         *([] if self.controllers else ["--no-controllers"])])
         members = [arg for service in BACKENDS for arg in ("--member", ",".join(self.replica_urls[service]))]
         for i, port in enumerate(self.gateway_ports):
             self._spawn(self.replica_name("aggregator", i),
