@@ -7,11 +7,11 @@ names, categories, verbs, subresources, storage version hash). The rows live in
 ``catalog_core`` (``/api/v1``) and ``catalog_groups`` (``/apis/...``); discovery ordering
 lives in ``catalog_priorities``. This module joins them and answers look-ups.
 
-Not served here (yet): create-only virtual resources (``bindings``, ``pods/eviction``,
-``tokenreviews``, ``subjectaccessreviews`` and the other review kinds,
-``serviceaccounts/token``), connect subresources (``pods/log``, ``exec``, ``attach``,
-``portforward``, ``proxy``), ``pods/ephemeralcontainers``,
-``pods/resize`` and the deprecated read-only ``componentstatuses``.
+Resources without objects of their own (``componentstatuses``, ``bindings``, ``pods/binding``,
+``pods/eviction``, the ``authorization.k8s.io`` reviews) have their rows in ``catalog_nodeless``.
+Not served here (yet): ``tokenreviews``, ``serviceaccounts/token``, connect subresources
+(``pods/log``, ``exec``, ``attach``, ``portforward``, ``proxy``), ``pods/ephemeralcontainers``
+and ``pods/resize``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from coreapi.catalog_build import (
 )
 from coreapi.catalog_core import CORE_V1_RESOURCES
 from coreapi.catalog_groups import GROUP_RESOURCES
+from coreapi.catalog_nodeless import AUTHORIZATION_V1_RESOURCES, CORE_V1_NODELESS
 from coreapi.catalog_priorities import (
     GROUP_PRIORITIES,
     GroupVersion,
@@ -51,7 +52,8 @@ __all__ = [
 ]
 
 #: Every built-in resource core-api serves, core group first, then the named groups.
-BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (*CORE_V1_RESOURCES, *GROUP_RESOURCES)
+BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
+    *CORE_V1_RESOURCES, *CORE_V1_NODELESS, *GROUP_RESOURCES, *AUTHORIZATION_V1_RESOURCES)
 
 _BY_PLURAL: dict[tuple[str, str, str], ResourceInfo] = {
     (info.group, info.version, info.plural): info for info in BUILTIN_RESOURCES

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from genericapi.apimachinery.resources import STANDARD_VERBS, ResourceInfo
+from genericapi.apimachinery.resources import STANDARD_VERBS, ResourceInfo, SubresourceSpec
 
 #: Key in ``ResourceInfo.extra`` holding the discovery ``storageVersionHash``.
 STORAGE_VERSION_HASH_KEY = "storageVersionHash"
@@ -58,6 +58,7 @@ def builtin(
     verbs: tuple[str, ...] = STANDARD_VERBS,
     subresources: tuple[str, ...] = (),
     stored_as: tuple[str, str] | None = None,
+    subresource_specs: tuple[SubresourceSpec, ...] = (),
 ) -> ResourceInfo:
     """One built-in resource row.
 
@@ -77,6 +78,7 @@ def builtin(
         verbs=verbs,
         subresources=subresources,
         scale_paths=BUILTIN_SCALE_PATHS if "scale" in subresources else None,
+        subresource_specs=subresource_specs,
         extra={
             STORAGE_VERSION_HASH_KEY: storage_version_hash(storage_group, storage_version, kind),
             STORAGE_GROUP_KEY: storage_group,

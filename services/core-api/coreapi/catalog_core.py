@@ -11,6 +11,7 @@ from __future__ import annotations
 from genericapi.apimachinery.resources import ResourceInfo
 
 from coreapi.catalog_build import NAMESPACE_VERBS, builtin
+from coreapi.catalog_nodeless import POD_SUBRESOURCE_SPECS, POD_SUBRESOURCES
 
 _ALL = ("all",)
 _STATUS = ("status",)
@@ -58,7 +59,8 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("po",),
         categories=_ALL,
-        subresources=_STATUS,
+        subresources=(*POD_SUBRESOURCES, "status"),
+        subresource_specs=POD_SUBRESOURCE_SPECS,
     ),
     builtin("", "v1", "PodTemplate", "podtemplates", namespaced=True),
     builtin(

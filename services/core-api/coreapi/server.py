@@ -14,7 +14,7 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog, conversion, namespaces, reviews, services
+from . import catalog, conversion, namespaces, nodeless, reviews, services
 from .admission import NamespaceLifecycle
 from .admission_priority import Priority
 from .admission_serviceaccount import ServiceAccount
@@ -22,6 +22,7 @@ from .admission_tolerations import DefaultTolerationSeconds
 from .allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, PortRange, ServiceIPRange
 from .allocation.repair import DEFAULT_INTERVAL, DEFAULT_IP_GRACE, AllocationRepair
 from .bootstrap import bootstrap
+from .catalog_nodeless import NODELESS_KEYS
 from .controllers import garbagecollector_policy
 from .controllers.manager import ControllerOptions
 from .controllers.manager import install as install_controllers
@@ -75,7 +76,10 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
                                                     server.admission, config.watch_cache_size,
                                                     add_kubernetes_finalizer=controllers is not None))
             continue
+        if (info.group, info.plural) in NODELESS_KEYS:
+            continue  # stores of their own (nodeless.install)
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
+    nodeless.install(server, schemas)
     if controllers is not None:
         garbagecollector_policy.enable(server.stores)  # a garbage collector runs: honour propagation
     service_store = server.by_resource[("", "services")]
