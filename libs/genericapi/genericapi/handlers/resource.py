@@ -94,7 +94,7 @@ async def create_subresource(t: Target, request: Request) -> Response:
                                  "the server does not allow this method on the requested resource", {})
     dry = qp.dry_run(request.query_params, "CreateOptions")
     kind = spec.kind or t.store.info.kind
-    api_version = spec.api_version if spec.kind else t.store.info.api_version
+    api_version = (spec.api_version if spec.kind else "") or t.store.info.api_version  # "": the resource's
     obj, _ = await read_object(request, None, False, kind=kind, api_version=api_version,
                                also_accepts=spec.also_accepts)
     code, body = await creator(t.namespace, t.name, obj, dry)
