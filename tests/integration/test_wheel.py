@@ -50,8 +50,9 @@ class Installed:
         return self.venv / "bin" / "python"
 
 
-def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)  # type: ignore[call-overload]
+def _run(cmd: list[str], env: dict[str, str] | None = None,
+         cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
     assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -115,8 +116,9 @@ def test_wheel_contents(installed: Installed) -> None:
                   "import genericapi, coreapi, extensionsapi, aggregator, kubechain_cli, json; "
                   "from genericapi import protogen; "
                   "from genericapi.apimachinery import k8sproto_descriptors as d; "
-                  "print(json.dumps([m.__file__ for m in (genericapi, coreapi, extensionsapi, aggregator, kubechain_cli)]"
-                  " + [str(protogen.proto_dir()), d.is_bundled()]))"], cwd=installed.workdir)
+                  "mods = (genericapi, coreapi, extensionsapi, aggregator, kubechain_cli); "
+                  "print(json.dumps([m.__file__ for m in mods] + [str(protogen.proto_dir()), d.is_bundled()]))"],
+                 cwd=installed.workdir)
     *files, proto_dir, bundled = json.loads(probe.stdout)
     for path in [*files, proto_dir]:
         assert path.startswith(str(installed.venv)), path
