@@ -322,3 +322,15 @@ def test_update_managers_are_capped_at_ten(chain: ChainHandle) -> None:
     assert len(entries) == 10 and "ancient-changes" in names
     ancient = next(e for e in entries if e["manager"] == "ancient-changes")
     assert set(ancient["fieldsV1"]["f:data"]) >= {"f:k00", "f:k01", "f:k02"}
+
+
+def test_fields_added_by_admission_belong_to_nobody(chain: ChainHandle) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "adm1"},
+           "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+    status, obj = chain.json("POST", f"/api/v1/namespaces/{NS}/pods?fieldManager=creator", pod)
+    assert status == 201, obj
+    assert obj["spec"]["volumes"] and obj["spec"]["tolerations"]  # ServiceAccount and toleration admission
+    spec_fields = managers(obj)[("creator", "Update", "")]["f:spec"]
+    assert "f:volumes" not in spec_fields and "f:tolerations" not in spec_fields
+    assert "f:volumeMounts" not in spec_fields["f:containers"]['k:{"name":"app"}']
+    assert "f:dnsPolicy" in spec_fields  # defaults are the creator's, as kube decodes them

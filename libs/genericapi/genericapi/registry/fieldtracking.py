@@ -15,9 +15,12 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from genericapi.apimachinery.fieldmanager.fieldset import FieldSet
 from genericapi.apimachinery.fieldmanager.managers import FieldManager
 from genericapi.apimachinery.fieldmanager.schema import SchemaResolver
+from genericapi.apimachinery.fieldmanager.typed import compare
 from genericapi.apimachinery.schemas import SchemaCatalog
 
 from .strategy import Strategy
@@ -63,8 +66,16 @@ class FieldTracker:
             self._schema_key = key
         return self._manager
 
+    def before_admission(self, obj: dict[str, Any], writer: Writer | None) -> AdmissionSnapshot | None:
+        """What a create looked like before admission: kube runs its field manager before the
+        mutating admission plugins, so what they add (a ServiceAccount volume, default
+        tolerations) belongs to nobody."""
+        if writer is None or writer.recorded:
+            return None
+        return AdmissionSnapshot(self, orjson.dumps(obj))
+
     def track(self, live: dict[str, Any] | None, new: dict[str, Any], writer: Writer | None,
-              produced: dict[str, Any] | None = None) -> None:
+              produced: dict[str, Any] | None = None, admitted: FieldSet | None = None) -> None:
         """Update ``new``'s managedFields for a write by ``writer`` (in place). ``produced`` is
         the object before the strategy prepared it (a /status write keeps only its status, but
         an apply's recorded managedFields stand)."""
@@ -84,7 +95,23 @@ class FieldTracker:
                 else:
                     meta.pop("managedFields", None)
             return
-        self.manager().update(live, new, writer.manager, subresource=writer.subresource)
+        self.manager().update(live, new, writer.manager, subresource=writer.subresource, unowned=admitted)
+
+
+class AdmissionSnapshot:
+    """A create's object before admission (serialised: cheap, and untouched by the plugins)."""
+
+    __slots__ = ("_raw", "_tracker")
+
+    def __init__(self, tracker: FieldTracker, raw: bytes) -> None:
+        self._tracker = tracker
+        self._raw = raw
+
+    def added(self, obj: dict[str, Any]) -> FieldSet | None:
+        """The fields admission added to ``obj`` (None when it changed nothing)."""
+        if orjson.dumps(obj) == self._raw:
+            return None
+        return compare(orjson.loads(self._raw), obj, self._tracker.manager().root).added
 
 
 _CATALOG_RESOLVERS: dict[int, tuple[SchemaCatalog, SchemaResolver]] = {}

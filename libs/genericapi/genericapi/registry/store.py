@@ -261,15 +261,17 @@ class Store:
             # ErrResourceVersionSetOnCreate); anything else ("v1", "0", "-1") is cleared and ignored.
             raise apierrors.internal_error("resourceVersion should not be set on objects to be created")
         generated = not meta.get("name") and bool(meta.get("generateName"))
+        before_admission = self.fields.before_admission(obj, writer if self.admission else None)
         for hook in self.admission:
             await hook("CREATE", self, namespace, obj)
+        admitted = before_admission.added(obj) if before_admission is not None else None
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
         for attempt in range(_GENERATE_NAME_ATTEMPTS if generated else 1):
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
             self._fill_system_fields(meta)
-            self.fields.track(None, obj, writer)
+            self.fields.track(None, obj, writer, admitted=admitted)
             finish = await self.begin_create(obj, dry_run) if self.begin_create is not None else None
             written = False
             try:

@@ -261,8 +261,10 @@ class FieldManager:
         return cmp
 
     def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, *,
-               subresource: str = "", when: str | None = None) -> None:
-        """Record a create/update/patch by ``manager`` in ``new``'s managedFields (in place)."""
+               subresource: str = "", when: str | None = None, unowned: FieldSet | None = None) -> None:
+        """Record a create/update/patch by ``manager`` in ``new``'s managedFields (in place).
+        ``unowned``: paths (and what lies below them) that the write does not own (fields the
+        server added after kube's field manager would have run)."""
         new_meta = new.get("metadata")
         if not isinstance(new_meta, dict):
             return
@@ -288,6 +290,8 @@ class FieldManager:
         ident = identifier(manager or "unknown", UPDATE, self.api_version, subresource)
         cmp = self._update_sets(live_cmp, new, managed, _SELF, True, subresource)
         taken = cmp.modified.union(cmp.added)
+        if unowned is not None:
+            taken = taken.recursive_difference(unowned)
         if not taken.empty():
             managed[_SELF] = Entry(taken, self.api_version, False)
         _strip(managed)
