@@ -392,6 +392,14 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
                         recheck_interval=config.apiservice_recheck),
             config.members[0] if config.members else [], backend_ssl, paths.pair("front-proxy-client"),
             gateway._user_headers, lambda: list(gateway.table.by_group_version))
+        apiservices = gateway.apiservices
+
+        async def autoregister_completion() -> bool:
+            # Only once every member's discovery is in: what it serves is what must be registered.
+            routed = set(gateway.table.by_group_version.values()) >= set(range(len(config.members)))
+            return routed and await apiservices.registration_complete()
+
+        health.add("autoregister-completion", autoregister_completion, liveness=False)
 
     async def start() -> None:
         if gateway.apiservices is not None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 from genericapi.apimachinery import user as request_user
+from genericapi.apimachinery.apipriorities import GROUP_PRIORITIES
 from genericapi.apimachinery.resources import STANDARD_VERBS
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.apimachinery.serviceresolver import ServiceResolver
@@ -47,7 +48,7 @@ from .openapi_aggregation import OpenAPIAggregation
 from .routes import HeaderSource, ServiceRoutes, build_routes, proxy_request
 from .strategy import APIServiceStrategy
 from .tls import probe_context
-from .types import GROUP, INFO, KEY_PREFIX, VERSION
+from .types import GROUP, INFO, KEY_PREFIX, VERSION, api_service_name, is_available
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class APIServiceLayer:
         self.routes = ServiceRoutes()
         self.openapi = OpenAPIAggregation(lambda: self.routes, self.resolver, interval=config.openapi_refresh)
         self._cert = proxy_client_cert
+        self._builtins = builtins
+        self._registered = False
         self._header_source = header_source
         self._fetched: dict[str, dict[str, Any]] = {}
         self._rebuild_pending = False
@@ -111,6 +114,22 @@ class APIServiceLayer:
         self.informer.add_handler(lambda _t, _o, _p: self._schedule_rebuild())
 
     # -- lifecycle --------------------------------------------------------------------------
+    async def registration_complete(self) -> bool:
+        """kube's ``autoregister-completion`` readiness: every built-in group-version the members
+        serve has its local APIService, Available. Once true it stays true (a boot-sequence check),
+        so a client that waited for ``/readyz`` finds every APIService listed."""
+        if self._registered:
+            return True
+        wanted = [api_service_name(g, v) for g, v in self._builtins() if (g, v) in GROUP_PRIORITIES]
+        if not wanted or not self.informer.synced:
+            return False
+        for name in wanted:
+            obj = self.informer.get("", name)
+            if obj is None or not is_available(obj):
+                return False
+        self._registered = True
+        return True
+
     async def start(self) -> None:
         await self.server.start()
         await self.view.start()
