@@ -17,8 +17,10 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
+from genericapi.handlers import connect as connect_handler
 from genericapi.handlers import resource as rest
 from genericapi.handlers.responses import error_response, format_warning, json_response
+from genericapi.registry.connect import connector_for
 from genericapi.registry.store import Store
 
 from . import metrics
@@ -164,6 +166,16 @@ class APIRouter:
             if candidate is not None and candidate.info.namespaced:
                 namespace, parts = parts[1], parts[2:]
         store = resources.get(parts[0])
+        if store is not None and len(parts) >= 3 and not watch:
+            connect = connector_for(store, parts[2])
+            if connect is not None:  # pods/exec, pods/log, */proxy[/<path>]
+                if store.info.namespaced and not namespace:
+                    raise apierrors.path_not_found()
+                request.scope["kubechain.metrics"] = ("CONNECT", store.info.group, store.info.version,
+                                                      store.info.plural, parts[2])
+                trailing = "/" if request.url.path.endswith("/") else ""
+                subpath = "/".join(parts[3:]) + trailing if len(parts) > 3 or trailing else None
+                return await connect_handler.serve(connect, namespace, parts[1], subpath, request)
         if store is None or len(parts) > 3:
             raise apierrors.path_not_found()
         name = parts[1] if len(parts) > 1 else ""
@@ -173,7 +185,12 @@ class APIRouter:
         if store.info.namespaced and name and not namespace:
             # /api/v1/pods/<name>: namespaced objects are only addressed within a namespace.
             raise apierrors.path_not_found()
+        if watch and not store.info.supports("watch"):
+            raise apierrors.path_not_found()  # kube registers no /watch/ route for it
         if method == "GET" and not sub and request.query_params.get("watch") in ("1", "true"):
+            if not store.info.supports("watch"):
+                # kube's list handler when the storage cannot watch (componentstatuses)
+                raise apierrors.method_not_supported(store.info.group, store.info.plural, "watch")
             watch = True  # ?watch on a list path, or on an object's own path (one-object watch)
         is_watch = watch
         info = store.info
