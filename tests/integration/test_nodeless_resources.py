@@ -479,3 +479,26 @@ def test_access_review_bad_inputs(chain: ChainHandle) -> None:
                                               "spec.resourceAttributes.labelSelector.requirements: Required value: "
                                               "when spec.resourceAttributes.labelSelector is specified, "
                                               "requirements or rawSelector is required")
+
+
+# --------------------------------------------------------------------------- OpenAPI
+
+
+def test_openapi_describes_the_operations(chain: ChainHandle) -> None:
+    _, core = chain.json("GET", "/openapi/v3/api/v1")
+    eviction_path = core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/eviction"]
+    assert set(eviction_path) == {"post", "parameters"}
+    post = eviction_path["post"]
+    assert post["operationId"] == "createCoreV1NamespacedPodEviction"
+    assert post["description"] == "create eviction of a Pod"
+    assert post["x-kubernetes-group-version-kind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert "io.k8s.api.policy.v1.Eviction" in json.dumps(post["requestBody"])
+    binding_post = core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/binding"]["post"]
+    assert binding_post["operationId"] == "createCoreV1NamespacedPodBinding"
+    assert core["paths"]["/api/v1/namespaces/{namespace}/bindings"]["post"]["operationId"] == \
+        "createCoreV1NamespacedBinding"
+    assert set(core["paths"]["/api/v1/componentstatuses/{name}"]) == {"get", "parameters"}
+    _, authz = chain.json("GET", "/openapi/v3/apis/authorization.k8s.io/v1")
+    assert authz["paths"]["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]["post"]["operationId"] == \
+        "createAuthorizationV1SelfSubjectAccessReview"
+    assert "io.k8s.api.authorization.v1.SubjectAccessReviewList" not in authz["components"]["schemas"]

@@ -227,6 +227,8 @@ class ResourceSchemas:
     kind: str
     list: str
     strategic_merge: bool  # whether strategic merge patch is offered (built-in types only)
+    #: Definition of each create-only subresource's kind (``binding``: Binding, ``eviction``: Eviction).
+    subresources: tuple[tuple[str, str], ...] = ()
 
 
 def _patch_media_types(strategic_merge: bool) -> tuple[str, ...]:
@@ -350,6 +352,19 @@ def resource_paths(resource: ResourceInfo, schemas: ResourceSchemas) -> list[Pat
         elif subresource == "scale":
             sub_schema, sub_gvk, label = SCALE, GVK("autoscaling", "v1", "Scale"), "scale"
         else:
+            sub_definition = dict(schemas.subresources).get(subresource)
+            spec = resource.subresource_spec(subresource)
+            if sub_definition is None or spec is None or spec.verbs != ("create",):
+                continue
+            # kube's NamedCreater subresources (pods/binding, pods/eviction): POST only.
+            sub_gvk = GVK(spec.group or resource.group, spec.version or resource.version, spec.kind)
+            create_op = op(
+                "post", "create", f"{scope}{kind}{subresource.capitalize()}", f"create {subresource} of a {kind}",
+                "post", gvk=sub_gvk, params=WRITE_PARAMS, body=Body(sub_definition, "object"),
+                responses=ok(sub_definition, ("200", "OK"), ("201", "Created"), ("202", "Accepted")),
+            )  # fmt: skip
+            paths.append(PathSpec(f"{item}/{subresource}", (_name_param(spec.kind), *ns_params, PRETTY),
+                                  (create_op,)))
             continue
         suffix = f"{scope}{kind}{label.capitalize()}"
         sub_name = name_param if subresource == "status" else _name_param("Scale")
@@ -451,9 +466,13 @@ def resolve_schemas(
             effective.setdefault(kind_name, synthesize_kind_definition(group, version, kind))
             index[(group, version, kind)] = kind_name
         list_name = index.get((group, version, resource.list_kind))
-        if list_name is None:
+        if list_name is None and resource.supports("list"):  # nothing to list: no List type (reviews)
             list_name = synthetic_name(group, version, resource.list_kind)
             effective.setdefault(list_name, synthesize_list_definition(group, version, kind, kind_name))
             index[(group, version, resource.list_kind)] = list_name
-        found[resource] = ResourceSchemas(kind_name, list_name, kind_name.startswith("io.k8s."))
+        subresources = tuple(
+            (spec.name, index[(spec.group or group, spec.version or version, spec.kind)])
+            for spec in resource.subresource_specs
+            if spec.kind and (spec.group or group, spec.version or version, spec.kind) in index)
+        found[resource] = ResourceSchemas(kind_name, list_name or "", kind_name.startswith("io.k8s."), subresources)
     return effective, found
