@@ -1,14 +1,19 @@
 """docker-compose.yml, default profile: the stack comes up healthy, kubectl works through the
-published gateway, backends are private, services run as non-root and stop cleanly on SIGTERM,
-and data and credentials survive ``down`` + ``up``."""
+published gateway (kubectl 1.33's protobuf bodies included), backends are private, services run as
+non-root and stop cleanly on SIGTERM, and data and credentials survive ``down`` + ``up``."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
-from compose_stack import Engine, Gateway
+from compose_stack import Engine, Gateway, Stack
+from genericapi import pinned_kubectl
 
 pytestmark = pytest.mark.containers
 
@@ -21,6 +26,31 @@ metadata:
 data:
   color: blue
 """
+
+
+def assert_protobuf_bodies_work(stack: Stack) -> None:
+    """kubectl 1.33 sends built-in kinds as protobuf: the images decode them (201, not 415) with the
+    descriptor set taken from the pinned kubectl at build time, never from the build host (the build
+    context has no generated/), and carry no kubectl binary."""
+    kubectl = Path(os.path.realpath(shutil.which("kubectl") or "kubectl")).parent / "kubectl.1.33"
+    if not kubectl.is_file():
+        pytest.fail(f"no {kubectl}: the protobuf check needs kubectl 1.33")
+    created = subprocess.run([str(kubectl), "create", "configmap", "protobuf-body", "-n", "compose-test",
+                              "--from-literal=a=b", "-v=8"], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, KUBECONFIG=str(stack.kubeconfig)))
+    assert "Content-Type: application/vnd.kubernetes.protobuf" in created.stderr, created.stderr[-3000:]
+    assert '"Response" status="201 Created"' in created.stderr, created.stderr[-3000:]
+    assert created.returncode == 0 and created.stdout.strip() == "configmap/protobuf-body created"
+    assert stack.kubectl("get", "configmap", "protobuf-body", "-n", "compose-test", "-o",
+                         "jsonpath={.data.a}").stdout == "b"
+    probe = ("from genericapi.apimachinery import k8sproto_descriptors as d; "
+             "source = d.descriptor_set_path().with_name('k8s_descriptors.source'); "
+             "print(d.is_bundled(), source.read_text().splitlines()[1])")
+    for service in ("core-api", "extensions-api", "aggregator"):
+        code, out = stack.container(service).exec_run(["python", "-c", probe])
+        assert code == 0 and out.decode().strip() == f"True {pinned_kubectl.description()}", (service, out)
+        code, out = stack.container(service).exec_run(["find", "/opt", "/usr", "-name", "kubectl*", "-type", "f"])
+        assert code == 0 and not out.strip(), (service, out)
 
 
 @pytest.mark.parametrize("compose", ["v2", "v1"])
@@ -56,6 +86,7 @@ def test_compose_stack_serves_kubectl_and_keeps_data(engine: Engine, compose: st
         assert {n.split()[0] for n in stack.kubectl("get", "ns", "-o", "name").stdout.split()} >= {
             "namespace/default", "namespace/kube-system"}
         stack.kubectl("create", "namespace", "compose-test")
+        assert_protobuf_bodies_work(stack)
         stack.kubectl("apply", "-f", "-", input=CONFIGMAP)
         stack.kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=2", "-n", "compose-test")
         stack.kubectl("scale", "deployment", "web", "--replicas=3", "-n", "compose-test")
