@@ -77,15 +77,15 @@ def _requirement_errors(req: Any, path: str, *, labels: bool) -> list[FieldError
     req = req if isinstance(req, dict) else {}
     errs: list[FieldError] = []
     operator, values, key = req.get("operator") or "", req.get("values") or [], str(req.get("key") or "")
+    if not labels and not key:
+        errs.append(apierrors.required(f"{path}.key", "must be specified"))  # fields: the key first
     if operator in ("In", "NotIn") and not values:
         errs.append(apierrors.required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
     if operator in ("Exists", "DoesNotExist") and values:
         errs.append(apierrors.forbidden(f"{path}.values",
                                         "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-    if labels:
+    if labels:  # labels: the key last
         errs.extend(apierrors.invalid(f"{path}.key", key, msg) for msg in qualified_name_errors(key))
-    elif not key:
-        errs.append(apierrors.required(f"{path}.key", "must be specified"))
     return errs
 
 
