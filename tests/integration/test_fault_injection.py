@@ -523,3 +523,27 @@ def test_metrics_count_every_injection(chain: ChainHandle, faults_gateway: str, 
     assert "# TYPE kubechain_injected_faults_total counter" in text
     # and the untouched gateway of the chain counted nothing of ours
     assert injected_metric(chain.url, ctx, **labels) == 0.0
+
+
+def test_client_fans_out_to_every_gateway(chain: ChainHandle, faults_gateway: str, core: client.CoreV1Api,
+                                          ns: str) -> None:
+    """Rules live in each gateway process: FaultClient(servers=...) sends each change to all of them.
+    (The rule is scoped to this module's namespace, so the chain's shared gateway affects nobody else.)"""
+    both = FaultClient(chain.kubeconfig, servers=[chain.url, faults_gateway])
+    make_cm(core, ns, "fan")
+    try:
+        both.add(conflict(name="everywhere", verbs=["update"], resources=["configmaps"], namespaces=[ns]))
+        assert [r["name"] for r in both.rules(chain.url)] == ["everywhere"]
+        assert [r["name"] for r in both.rules(faults_gateway)] == ["everywhere"]
+        via_chain = config.new_client_from_config(config_file=chain.kubeconfig)  # the kubeconfig's gateway
+        with via_chain:
+            main = client.CoreV1Api(via_chain)
+            for api_core in (core, main):
+                cm = api_core.read_namespaced_config_map("fan", ns)
+                with pytest.raises(ApiException) as caught:
+                    api_core.replace_namespaced_config_map("fan", ns, cm)
+                assert caught.value.status == 409
+        assert both.injected("everywhere") == 2
+    finally:
+        both.clear()
+    assert both.rules(chain.url) == [] and both.rules(faults_gateway) == []

@@ -15,6 +15,7 @@ each gateway replica has its own set (``kubechain_cli.faults`` posts to every ga
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -347,8 +348,7 @@ def _parse_rule(v: _Validator, obj: Any, prefix: str) -> FaultRule | None:
         if others:
             v.errors.append(apierrors.invalid(f"{prefix}verbs", list(verbs),
                                               f"effect {effect.type} applies to watch requests only"))
-        match = Match(("watch",), *(getattr(match, f) for f in
-                                    ("api_groups", "resources", "resource_names", "namespaces", "users", "groups")))
+        match = dataclasses.replace(match, verbs=("watch",))
     if effect is None or len(v.errors) != before:
         return None
     return FaultRule(name, match, rate, effect)
