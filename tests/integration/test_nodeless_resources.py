@@ -502,3 +502,45 @@ def test_openapi_describes_the_operations(chain: ChainHandle) -> None:
     assert authz["paths"]["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]["post"]["operationId"] == \
         "createAuthorizationV1SelfSubjectAccessReview"
     assert "io.k8s.api.authorization.v1.SubjectAccessReviewList" not in authz["components"]["schemas"]
+
+
+# --------------------------------------------------------------------------- Python client
+
+
+def test_python_client(chain: ChainHandle, ns: str) -> None:
+    from kubernetes import client, config
+    from kubernetes.client.rest import ApiException
+
+    api_client = config.new_client_from_config(config_file=chain.kubeconfig)
+    core, authz = client.CoreV1Api(api_client), client.AuthorizationV1Api(api_client)
+    listed = core.list_component_status()
+    assert {cs.metadata.name: cs.conditions[0].status for cs in listed.items} == {
+        "etcd-0": "True", "scheduler": "False", "controller-manager": "False"}
+    make_pod(chain, ns, "py1")
+    target = client.V1ObjectReference(kind="Node", name="node-3")
+    body = client.V1Binding(metadata=client.V1ObjectMeta(name="py1"), target=target)
+    # The client cannot read the Status answer as a V1Binding (as against kube): read it raw.
+    resp = core.create_namespaced_pod_binding("py1", ns, body, _preload_content=False)
+    assert (resp.status, json.loads(resp.data)) == (201, SUCCESS)
+    assert core.read_namespaced_pod("py1", ns).spec.node_name == "node-3"
+    evicted = core.create_namespaced_pod_eviction(
+        "py1", ns, client.V1Eviction(metadata=client.V1ObjectMeta(name="py1"),
+                                     delete_options=client.V1DeleteOptions(grace_period_seconds=0)))
+    assert evicted.metadata is not None
+    try:
+        core.read_namespaced_pod("py1", ns)
+        raise AssertionError("the pod is still there")
+    except ApiException as err:
+        assert err.status == 404
+    review = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+        resource_attributes=client.V1ResourceAttributes(verb="create", resource="pods", namespace=ns)))
+    assert authz.create_self_subject_access_review(review).status.allowed is True
+    rules = authz.create_self_subject_rules_review(
+        client.V1SelfSubjectRulesReview(spec=client.V1SelfSubjectRulesReviewSpec(namespace=ns)))
+    assert [r.verbs for r in rules.status.resource_rules] == [["*"]]
+    try:
+        authz.create_subject_access_review(client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
+            resource_attributes=client.V1ResourceAttributes(verb="get"))))
+        raise AssertionError("a review without a user was accepted")
+    except ApiException as err:
+        assert err.status == 422 and json.loads(err.body)["reason"] == "Invalid"
