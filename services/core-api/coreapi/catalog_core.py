@@ -1,9 +1,9 @@
 """The core (legacy, ``/api/v1``) resources core-api serves, as Kubernetes 1.33 describes them.
 
-Only object-shaped resources with a stored schema are listed. Create-only or connect-style
-endpoints (``bindings``, ``pods/eviction``, ``pods/log``, ``pods/exec``, ``nodes/proxy``,
-``serviceaccounts/token``, ...) are not in this table; ``namespaces/finalize`` is (PUT only,
-served by ``coreapi.namespaces``).
+Only object-shaped resources with a stored schema are listed. Create-only endpoints
+(``bindings``, ``serviceaccounts/token``, ...) are not in this table; ``namespaces/finalize`` is
+(PUT only, served by ``coreapi.namespaces``), and so are the connect subresources of pods, nodes
+and services (``catalog_connect``, served by ``coreapi.connect``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,12 @@ from __future__ import annotations
 from genericapi.apimachinery.resources import ResourceInfo
 
 from coreapi.catalog_build import NAMESPACE_VERBS, builtin
+from coreapi.catalog_connect import (
+    NODE_CONNECT_SPECS,
+    POD_CONNECT_SPECS,
+    POD_CONNECT_SUBRESOURCES,
+    SERVICE_CONNECT_SPECS,
+)
 from coreapi.catalog_nodeless import POD_SUBRESOURCE_SPECS, POD_SUBRESOURCES
 
 _ALL = ("all",)
@@ -32,7 +38,8 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         verbs=NAMESPACE_VERBS,
         subresources=("finalize", "status"),
     ),
-    builtin("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=_STATUS),
+    builtin("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=("proxy", "status"),
+            subresource_specs=NODE_CONNECT_SPECS),
     builtin(
         "",
         "v1",
@@ -59,8 +66,8 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("po",),
         categories=_ALL,
-        subresources=(*POD_SUBRESOURCES, "status"),
-        subresource_specs=POD_SUBRESOURCE_SPECS,
+        subresources=tuple(sorted((*POD_SUBRESOURCES, *POD_CONNECT_SUBRESOURCES, "status"))),
+        subresource_specs=(*POD_SUBRESOURCE_SPECS, *POD_CONNECT_SPECS),
     ),
     builtin("", "v1", "PodTemplate", "podtemplates", namespaced=True),
     builtin(
@@ -92,6 +99,7 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("svc",),
         categories=_ALL,
-        subresources=_STATUS,
+        subresources=("proxy", "status"),
+        subresource_specs=SERVICE_CONNECT_SPECS,
     ),
 )

@@ -14,7 +14,7 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog, conversion, namespaces, nodeless, reviews, services
+from . import catalog, connect, conversion, namespaces, nodeless, reviews, services
 from .admission import NamespaceLifecycle
 from .admission_priority import Priority
 from .admission_serviceaccount import ServiceAccount
@@ -80,6 +80,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
             continue  # stores of their own (nodeless.install)
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
     nodeless.install(server, schemas)
+    connect.install(server)  # pods/log, pods/exec, */proxy, ...
     if controllers is not None:
         garbagecollector_policy.enable(server.stores)  # a garbage collector runs: honour propagation
     service_store = server.by_resource[("", "services")]
