@@ -1,9 +1,10 @@
 """The ``kubechain_faults`` pytest fixture: fault rules on the chain's gateways for one test.
 
-Import it into a plugin or a conftest (``from kubechain_cli.pytest_faults import kubechain_faults``,
-or ``kubechain_faults_fixture``: the same fixture, registered as ``kubechain_faults``)
-and a test gets a ``kubechain_cli.faults.FaultClient`` with no rules on the gateways; whatever
-the test adds is removed afterwards, pass or fail::
+Load this module as a plugin (``pytest_plugins = ["kubechain_cli.pytest_faults"]``) or import the
+fixture into a plugin or conftest (``from kubechain_cli.pytest_faults import kubechain_faults_fixture``:
+pytest registers it as ``kubechain_faults``; the Python name differs so test parameters named
+``kubechain_faults`` do not shadow an import). A test then gets a ``kubechain_cli.faults.FaultClient``
+with no rules on the gateways; whatever the test adds is removed afterwards, pass or fail::
 
     from kubechain_cli.faults import conflict
 
@@ -35,7 +36,7 @@ import pytest
 
 from kubechain_cli.faults import FaultClient
 
-__all__ = ["fault_client_for", "kubechain_faults", "kubechain_faults_fixture"]
+__all__ = ["fault_client_for", "kubechain_faults_fixture"]
 
 KUBECONFIG_FIXTURE = "kubechain_kubeconfig"
 GATEWAY_URLS_FIXTURE = "kubechain_gateway_urls"
@@ -85,8 +86,3 @@ def kubechain_faults_fixture(request: pytest.FixtureRequest) -> Iterator[FaultCl
         yield client
     finally:
         client.clear()
-
-
-#: The same fixture under its own name, for ``from kubechain_cli.pytest_faults import kubechain_faults``
-#: (a module that also names test parameters ``kubechain_faults`` imports ``kubechain_faults_fixture``).
-kubechain_faults = kubechain_faults_fixture
