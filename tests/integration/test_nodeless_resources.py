@@ -544,3 +544,29 @@ def test_python_client(chain: ChainHandle, ns: str) -> None:
         raise AssertionError("a review without a user was accepted")
     except ApiException as err:
         assert err.status == 422 and json.loads(err.body)["reason"] == "Invalid"
+
+
+@pytest.mark.parametrize("version", KUBECTLS)
+def test_kubectl_drain_honours_the_budget(chain: ChainHandle, ns: str, version: str) -> None:
+    """``kubectl drain`` evicts through pods/eviction: one pod goes, the budget keeps the other."""
+    tag = version.replace(".", "")
+    node = f"drain-{tag}"
+    assert chain.json("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                                "metadata": {"name": node}})[0] == 201
+    for i in (1, 2):
+        make_pod(chain, ns, f"d{tag}-{i}", {"app": f"d{tag}"}, nodeName=node)
+        _, pod = chain.json("GET", pods_path(ns, f"d{tag}-{i}"))
+        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None,
+                                                             "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        assert chain.json("PUT", pods_path(ns, f"d{tag}-{i}", "status"), pod)[0] == 200
+    make_pdb(chain, ns, f"d{tag}", f"d{tag}", 1, healthy=2, desired=1)
+    proc = chain.kubectl("drain", node, "--force", "--grace-period=0", "--timeout=3s", version=version,
+                         check=False, timeout=60)
+    assert proc.returncode != 0
+    assert "Cannot evict pod as it would violate the pod's disruption budget." in proc.stderr
+    _, pods = chain.json("GET", pods_path(ns) + f"?labelSelector=app%3Dd{tag}")
+    assert len(pods["items"]) == 1
+    status = get_pdb(chain, ns, f"d{tag}")["status"]
+    assert status["disruptionsAllowed"] == 0 and len(status["disruptedPods"]) == 1
+    _, cordoned = chain.json("GET", f"/api/v1/nodes/{node}")
+    assert cordoned["spec"]["unschedulable"] is True
