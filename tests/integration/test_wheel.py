@@ -34,7 +34,8 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 #: what the wheel is built from (an sdist's content; MANIFEST.in)
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "proto", "libs", "services", "kubechain_cli")
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "proto", "libs", "services", "kubechain_cli",
+           "kubechain_testing")
 #: the wheel holds Python, proto files, schemas-free data: a kubectl (60 MB) must never be in it
 MAX_WHEEL_BYTES = 5_000_000
 
@@ -105,7 +106,7 @@ def test_wheel_contents(installed: Installed) -> None:
                          "genericapi/generated/k8s_descriptors.pb",
                          "genericapi/generated/k8s_descriptors.source",
                          "coreapi/__main__.py", "extensionsapi/__main__.py", "aggregator/__main__.py",
-                         "kubechain_cli/main.py"):
+                         "kubechain_cli/main.py", "kubechain_testing/plugin.py"):
             assert required in names, required
         assert wheel.read("kubechain-0.1.0.dist-info/entry_points.txt").decode().count(
             "kubechain = kubechain_cli.main:main") == 1
