@@ -1,0 +1,106 @@
+"""pytest plugin that runs kr8s's own test suite (shipped in its wheel) against a running kubechain.
+
+kr8s's suite expects two fixtures from its repository's root conftest, which the wheel does not ship:
+``k8s_cluster`` (session, autouse: a pytest-kind cluster whose kubeconfig is in ``$KUBECONFIG``) and
+``ensure_gc``. This plugin provides them for the chain ``$KUBECONFIG`` points at (``run_kr8s.py`` starts
+it with ``kubechain up``), creates what a fresh kind cluster would already hold (``kind_objects``), and
+deselects the tests that need a kubelet by the rule in ``kubelet_rule`` (reported at the end of the run,
+grouped by reason).
+
+Load it with ``-p clients.kr8s_plugin`` (``tests`` on ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients import kind_objects
+from clients.kubelet_rule import kubelet_needs
+
+_deselected: dict[str, list[str]] = {}
+
+
+class KubechainCluster:
+    """What kr8s's conftest uses of pytest-kind's ``KindCluster``: the kubeconfig and kubectl."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig_path = kubeconfig
+        kubectl = shutil.which("kubectl")
+        if kubectl is None:
+            raise RuntimeError("kubectl is not on PATH")
+        self.kubectl_path = kubectl
+
+    def kubectl(self, *args: str, input: str | None = None, timeout: float = 60) -> str:
+        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig_path))
+        proc = subprocess.run([self.kubectl_path, *args], input=input, capture_output=True, text=True, env=env,
+                              timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc.stdout
+
+
+@pytest.fixture(scope="session", autouse=True)
+def k8s_cluster() -> Iterator[KubechainCluster]:
+    kubeconfig = os.environ.get("KUBECONFIG", "")
+    if not kubeconfig or not Path(kubeconfig).is_file():
+        raise pytest.UsageError("KUBECONFIG must name the kubeconfig of a running kubechain (see run_kr8s.py)")
+    cluster = KubechainCluster(Path(kubeconfig))
+    # As kr8s's conftest does after kind create: the default ServiceAccounts come from a controller.
+    for ns in ("default", "kube-system"):
+        cluster.kubectl("wait", "--for=create", "serviceaccount/default", "-n", ns, "--timeout=60s")
+    kind_objects.create(cluster.kubectl)
+    yield cluster
+
+
+@pytest.fixture
+def ensure_gc() -> Iterator[None]:
+    """kr8s's root conftest: collect garbage around tests that create classes dynamically."""
+    gc.collect()
+    yield
+    gc.collect()
+
+
+def _needs(item: pytest.Item) -> list[str]:
+    reasons: list[str] = []
+    func = getattr(item, "function", None)
+    if func is not None:
+        reasons += [f"test: {r}" for r in kubelet_needs(func)]
+    info: Any = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        defs = info.name2fixturedefs.get(name) if info is not None else None
+        if defs:
+            reasons += [f"fixture {name}: {r}" for r in kubelet_needs(defs[-1].func)]
+    return reasons
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, dropped = [], []
+    for item in items:
+        reasons = _needs(item)
+        if reasons:
+            dropped.append(item)
+            _deselected[item.nodeid] = reasons
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _deselected:
+        return
+    by_reason: dict[str, list[str]] = {}
+    for nodeid, reasons in _deselected.items():
+        by_reason.setdefault(reasons[0], []).append(nodeid.split("::")[-1])
+    terminalreporter.section(f"kr8s tests left out: {len(_deselected)} need a kubelet")
+    for reason, tests in sorted(by_reason.items()):
+        terminalreporter.write_line(f"{reason}\n    {', '.join(sorted(tests))}")
