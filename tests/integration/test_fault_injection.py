@@ -484,6 +484,11 @@ def test_kubectl_sees_injected_errors(chain: ChainHandle, faults_gateway: str, c
                                       kubechain_faults: FaultClient) -> None:
     make_cm(core, ns, "kc")
     kubechain_faults.add(conflict(name="kc-clash", verbs=["patch"], resources=["configmaps"], namespaces=[ns]))
+    # the admin path is reachable with kubectl's raw verbs too
+    proc = subprocess.run([kubectl_binary(), "--kubeconfig", chain.kubeconfig, "--server", faults_gateway,
+                           "get", "--raw", ADMIN_PATH], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["name"] for r in json.loads(proc.stdout)["rules"]] == ["kc-clash"]
     for version in ("1.33", "1.27"):
         proc = subprocess.run(
             [kubectl_binary(version), "--kubeconfig", chain.kubeconfig, "--server", faults_gateway, "-n", ns,
