@@ -12,6 +12,7 @@ of, and conflicts.
 from __future__ import annotations
 
 import datetime
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,15 +154,33 @@ def is_reset(raw: Any) -> bool:
     return isinstance(raw, list) and (not raw or (len(raw) == 1 and raw[0] == {}))
 
 
+_NOW: list[Any] = [0, ""]
+
+
 def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current second, RFC 3339 (formatted once per second)."""
+    second = int(time.time())
+    if _NOW[0] != second:
+        _NOW[0] = second
+        _NOW[1] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    return str(_NOW[1])
+
+
+_STRIP_ROOT = frozenset(("f:apiVersion", "f:kind", "f:metadata"))
+_STRIP_META = _STRIP.children["f:metadata"].members
 
 
 def _strip(managed: Managed) -> None:
+    """``stripMetaManager``: nobody owns identity and system metadata (in place)."""
     for ident in list(managed):
-        entry = managed[ident]
-        entry.fields = entry.fields.difference(_STRIP)
-        if entry.fields.empty():
+        fields = managed[ident].fields
+        fields.members -= _STRIP_ROOT
+        meta = fields.children.get("f:metadata")
+        if meta is not None:
+            meta.members -= _STRIP_META
+            if meta.empty():
+                del fields.children["f:metadata"]
+        if fields.empty():
             del managed[ident]
 
 
@@ -239,7 +258,10 @@ class FieldManager:
         if ignored is not None:
             cmp = Comparison(cmp.added.recursive_difference(ignored), cmp.modified.recursive_difference(ignored),
                              cmp.removed.recursive_difference(ignored))
-        changed = cmp.modified.union(cmp.added)
+        others = [ident for ident in managed if ident != self_ident]
+        if not others:
+            return cmp
+        changed = cmp.modified.union(cmp.added) if not cmp.modified.empty() else cmp.added
         conflicts: list[tuple[str, Path]] = []
         for ident in sorted(managed):
             if ident == self_ident:
@@ -289,7 +311,7 @@ class FieldManager:
             live_cmp = go_zero_baseline(new, self.root) if self.go_typed else MISSING
         ident = identifier(manager or "unknown", UPDATE, self.api_version, subresource)
         cmp = self._update_sets(live_cmp, new, managed, _SELF, True, subresource)
-        taken = cmp.modified.union(cmp.added)
+        taken = cmp.modified.union(cmp.added) if not cmp.modified.empty() else cmp.added
         if unowned is not None:
             taken = taken.recursive_difference(unowned)
         if not taken.empty():

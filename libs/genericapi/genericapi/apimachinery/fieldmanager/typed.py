@@ -173,7 +173,62 @@ def _leaf(lhs: Any, rhs: Any, path: Path, cmp: Comparison) -> None:
         cmp.modified.insert(path)
 
 
+def _graft(target: FieldSet, path: Path, sub: FieldSet | None) -> None:
+    """Add ``path`` as a member of ``target`` with ``sub`` below it."""
+    if not path:
+        if sub is not None:
+            target.members |= sub.members
+            for pe, child in sub.children.items():
+                have = target.children.get(pe)
+                target.children[pe] = child if have is None else have.union(child)
+        return
+    node = target
+    for pe in path[:-1]:
+        nxt = node.children.get(pe)
+        if nxt is None:
+            nxt = node.children[pe] = FieldSet()
+        node = nxt
+    last = path[-1]
+    node.members.add(last)
+    if sub is not None and (sub.members or sub.children):
+        have = node.children.get(last)
+        node.children[last] = sub if have is None else have.union(sub)
+
+
+def _everything(v: Any, node: TypeNode) -> FieldSet | None:
+    """What ``compare`` reports below a value present on one side only: every path."""
+    shape = _shape(node, v)
+    if shape == "leaf" or not v:
+        return None
+    out = FieldSet()
+    if shape == "list":
+        pes = _elements(node, v)
+        if pes is None:
+            return None
+        elem = node.elem()
+        for pe, item in zip(pes, v, strict=True):
+            out.members.add(pe)
+            sub = _everything(item, elem)
+            if sub is not None and pe not in out.children:
+                out.children[pe] = sub
+        return out
+    for k, val in v.items():
+        pe = pe_.field(k)
+        out.members.add(pe)
+        child, _ = node.child(k)
+        sub = _everything(val, child)
+        if sub is not None:
+            out.children[pe] = sub
+    return out
+
+
 def _cmp(lhs: Any, rhs: Any, node: TypeNode, path: Path, cmp: Comparison) -> None:
+    if lhs is MISSING and rhs is not MISSING:
+        _graft(cmp.added, path, _everything(rhs, node))
+        return
+    if rhs is MISSING and lhs is not MISSING:
+        _graft(cmp.removed, path, _everything(lhs, node))
+        return
     ls = _shape(node, lhs) if lhs is not MISSING else None
     rs = _shape(node, rhs) if rhs is not MISSING else None
     shape = rs or ls
