@@ -32,7 +32,7 @@ from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
 from starlette.types import Message, Receive, Scope, Send
 
-from . import faults_http, merged, openapi_merge
+from . import faults_http, masterlease, merged, openapi_merge
 from .apiservices.layer import APIServiceLayer, LayerConfig
 from .auth import Authenticator, load_token_file
 from .control import (
@@ -401,12 +401,19 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
 
         health.add("autoregister-completion", autoregister_completion, liveness=False)
 
+    lease = masterlease.for_gateway(config.etcd_servers, config.etcd_prefix, config.bind_address,
+                                    config.secure_port)  # default/kubernetes lists this gateway
+
     async def start() -> None:
         if gateway.apiservices is not None:
             await gateway.apiservices.start()
         await gateway.start()
+        if lease is not None:
+            await lease.start()
 
     async def stop() -> None:
+        if lease is not None:
+            await lease.stop()
         await gateway.stop()
         if gateway.apiservices is not None:
             await gateway.apiservices.stop()

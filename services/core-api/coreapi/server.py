@@ -14,7 +14,7 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog, connect, conversion, namespaces, nodeless, reviews, services
+from . import catalog, connect, conversion, kubernetes_endpoints, namespaces, nodeless, reviews, services
 from .admission import NamespaceLifecycle
 from .admission_priority import Priority
 from .admission_serviceaccount import ServiceAccount
@@ -102,6 +102,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
                          or st.info.group == ""}, secure_port=secure_port, service_cidr=service_cidr)
 
     server.post_start.append(run_bootstrap)
+    kubernetes_endpoints.install(server, secure_port)  # after bootstrap: the Service's endpoints from the master leases
     if controllers is not None:
         install_controllers(server, controllers)
     return server

@@ -292,6 +292,18 @@ class EtcdClient:
         resp = await self._call("Put", rpc.PutRequest(key=key, value=self._seal(key, value)))
         return int(resp.header.revision)  # type: ignore[attr-defined]
 
+    async def put_with_ttl(self, key: bytes, value: bytes, ttl: int) -> int:
+        """A write etcd removes by itself ``ttl`` seconds later unless written again: a fresh
+        lease per write, as kube's storage does for keys with a TTL (its master leases)."""
+        client = await self._connect()
+        try:
+            lease = await client.leasestub.LeaseGrant(rpc.LeaseGrantRequest(TTL=ttl), timeout=self._timeout)
+        except grpc.aio.AioRpcError as err:
+            await self._reset(client)
+            raise StorageUnavailable(f"etcd LeaseGrant: {err.details()}") from err
+        resp = await self._call("Put", rpc.PutRequest(key=key, value=self._seal(key, value), lease=lease.ID))
+        return int(resp.header.revision)  # type: ignore[attr-defined]
+
     async def delete_prefix(self, prefix: bytes) -> int:
         resp = await self._call("DeleteRange", rpc.DeleteRangeRequest(key=prefix, range_end=prefix_end(prefix)))
         return int(resp.header.revision)  # type: ignore[attr-defined]
