@@ -52,6 +52,8 @@ def test_a_component_that_answers_is_reported_truthfully(tmp_path: Path) -> None
     assert asyncio.run(_serve_and_probe(tmp_path, "200 OK", b"ok")) == cs.ProbeResult("True", "ok")
     failed = asyncio.run(_serve_and_probe(tmp_path, "500 Internal Server Error", b"[-]etcd failed"))
     assert failed == cs.ProbeResult("False", "HTTP probe failed with statuscode: 500")
+    moved = asyncio.run(_serve_and_probe(tmp_path, "302 Found", b"elsewhere"))
+    assert moved == cs.ProbeResult("Unknown", "Probe terminated redirects, Response body: elsewhere")
 
 
 def test_objects_and_table_cells() -> None:

@@ -33,6 +33,8 @@ PROBE_TIMEOUT = 20.0
 SCHEDULER_PORT = 10259
 CONTROLLER_MANAGER_PORT = 10257
 DEPRECATION = "v1 ComponentStatus is deprecated in v1.19+"
+#: The prober keeps this much of a response body (``maxRespBodyLength``).
+MAX_BODY = 10 * 1024
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,9 @@ def _go_dial_error(host: str, port: int, err: OSError) -> str:
 
 
 async def http_probe(host: str, port: int, path: str, limit: float = PROBE_TIMEOUT) -> ProbeResult:
-    """kube's ``HttpServer.DoServerCheck`` over HTTPS: 2xx/3xx is Success with the body as
-    message; a failed request is a Failure whose message is Go's client error."""
+    """kube's ``HttpServer.DoServerCheck`` over HTTPS: 2xx is Success with the body as message,
+    3xx a Warning (Unknown), others a Failure; a failed request is a Failure whose message is Go's
+    client error."""
     url = f"https://{host}:{port}{path}"
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
@@ -82,9 +85,11 @@ async def http_probe(host: str, port: int, path: str, limit: float = PROBE_TIMEO
     head, _, body = raw.partition(b"\r\n\r\n")
     parts = head.split(b" ", 2)
     code = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
-    text = body.decode("utf-8", "replace")
-    if 200 <= code < 400:
+    text = body[:MAX_BODY].decode("utf-8", "replace")
+    if 200 <= code < 300:
         return ProbeResult("True", text)
+    if 300 <= code < 400:  # probe.Warning: neither Success nor Failure, so the condition is Unknown
+        return ProbeResult("Unknown", f"Probe terminated redirects, Response body: {text}")
     return ProbeResult("False", f"HTTP probe failed with statuscode: {code}")
 
 
