@@ -112,6 +112,8 @@ class Chain:
     encryption_config: str = ""
     #: Run core-api's controllers (namespace, serviceaccount, GC, ...); off is envtest's bare API server.
     controllers: bool = True
+    #: kube's ``--runtime-config`` values for core-api (``authentication.k8s.io/v1beta1=true``, ``api/beta=true``).
+    runtime_config: list[str] = field(default_factory=list)
 
     @property
     def pki(self) -> CertPaths:
@@ -231,7 +233,8 @@ class Chain:
             self._spawn(self.replica_name("core-api", i),
                         [py, "-m", "coreapi", *listen["core-api"][i], "--advertise-port", str(self.port),
                          "--root-ca-file", paths.ca, *delegates, *common,
-                         *([] if self.controllers else ["--no-controllers"])])
+                         *([] if self.controllers else ["--no-controllers"]),
+                         *(arg for rc in self.runtime_config for arg in ("--runtime-config", rc))])
         members = [arg for service in BACKENDS for arg in ("--member", ",".join(self.replica_urls[service]))]
         for i, port in enumerate(self.gateway_ports):
             self._spawn(self.replica_name("aggregator", i),

@@ -37,10 +37,13 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--encryption-provider-config", default="",
                     help="kube's EncryptionConfiguration for data at rest (default: Secrets encrypted with "
                          "an aescbc key made once in the data dir; 'none': nothing encrypted)")
+    up.add_argument("--runtime-config", action="append", default=[],
+                    help="kube-apiserver's --runtime-config for core-api (e.g. authentication.k8s.io/v1beta1=true, "
+                         "api/beta=true); repeatable")
     args = parser.parse_args(argv)
     chain = Chain(Path(args.data_dir).resolve(), port=args.port, etcd_endpoints=args.etcd_endpoints,
                   etcd_prefix=args.etcd_prefix, replicas=args.replicas,
-                  encryption_config=args.encryption_provider_config)
+                  encryption_config=args.encryption_provider_config, runtime_config=args.runtime_config)
     stopping = False
 
     def on_signal(_sig: int, _frame: object) -> None:

@@ -12,6 +12,11 @@ from genericapi.registry.store import Store
 
 SELF_SUBJECT_REVIEW = ResourceInfo("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",
                                    "selfsubjectreview", False, verbs=("create",))
+#: Every version kube 1.33 serves it at; v1beta1 and v1alpha1 only with ``--runtime-config``.
+SELF_SUBJECT_REVIEWS: tuple[ResourceInfo, ...] = tuple(
+    ResourceInfo("authentication.k8s.io", version, "SelfSubjectReview", "selfsubjectreviews",
+                 "selfsubjectreview", False, verbs=("create",))
+    for version in ("v1", "v1beta1", "v1alpha1"))
 
 
 class SelfSubjectReviewStore(Store):
@@ -26,5 +31,5 @@ class SelfSubjectReviewStore(Store):
     async def create(self, namespace: str, obj: dict[str, Any], dry_run: bool = False,
                      writer: Writer | None = None) -> dict[str, Any]:
         who = user.current_user.get() or user.ANONYMOUS_USER
-        return {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+        return {"kind": "SelfSubjectReview", "apiVersion": self.info.api_version,
                 "metadata": {"creationTimestamp": None}, "status": {"userInfo": who.to_dict()}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 from pathlib import Path
 
 from genericapi.apimachinery.resources import ResourceInfo
@@ -14,7 +15,7 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog, connect, conversion, kubernetes_endpoints, namespaces, nodeless, reviews, services
+from . import catalog, connect, conversion, kubernetes_endpoints, namespaces, nodeless, reviews, runtimeconfig, services
 from .admission import NamespaceLifecycle
 from .admission_priority import Priority
 from .admission_serviceaccount import ServiceAccount
@@ -59,7 +60,12 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
                  controllers: ControllerOptions | None = None,
                  service_cidr: ServiceIPRange | None = None, node_ports: PortRange | None = None,
                  repair_interval: float = DEFAULT_INTERVAL,
-                 ip_leak_grace: float = DEFAULT_IP_GRACE) -> GenericAPIServer:
+                 ip_leak_grace: float = DEFAULT_IP_GRACE,
+                 runtime_config: dict[str, str] | None = None) -> GenericAPIServer:
+    """core-api's server. ``runtime_config`` (``--runtime-config``, parsed) picks the served
+    group-versions; a configuration kube would refuse raises ``RuntimeConfigError``."""
+    enabled = runtimeconfig.enabled_versions(runtime_config or {}, available_group_versions(),
+                                             OTHER_LINKS_GROUPS)
     service_cidr = service_cidr or ServiceIPRange.parse(DEFAULT_SERVICE_CIDR)
     schemas = SchemaCatalog.load()
     server = GenericAPIServer(
@@ -89,9 +95,9 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     services.install_allocation(service_store, allocator)
     install_repair(server, AllocationRepair(service_store, allocator, interval=repair_interval,
                                             ip_grace=ip_leak_grace))  # its first pass before bootstrap
-    review = reviews.SELF_SUBJECT_REVIEW
-    server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
-                                                    f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
+    for review in reviews.SELF_SUBJECT_REVIEWS:
+        server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
+                                                        f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
     server.admission.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
     server.admission.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
     server.admission.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
@@ -105,7 +111,38 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     kubernetes_endpoints.install(server, secure_port)  # after bootstrap: the Service's endpoints from the master leases
     if controllers is not None:
         install_controllers(server, controllers)
+    hide_disabled(server, enabled)
     return server
+
+
+#: Groups the other links of the chain serve: ``--runtime-config`` keys for them are theirs.
+OTHER_LINKS_GROUPS = ("apiextensions.k8s.io", "apiregistration.k8s.io")
+
+
+def available_group_versions() -> list[catalog.GroupVersion]:
+    """Every group-version core-api has resources for (the catalog's and SelfSubjectReview's)."""
+    extra = [(r.group, r.version) for r in reviews.SELF_SUBJECT_REVIEWS]
+    return list(dict.fromkeys([*catalog.served_group_versions(), *extra]))
+
+
+def hide_disabled(server: GenericAPIServer, enabled: set[catalog.GroupVersion]) -> None:
+    """Take the stores of group-versions ``--runtime-config`` leaves off out of routes and
+    discovery. They still run for core-api's own users (admission, controllers, bootstrap hold
+    them), started before the post-start hooks and stopped last."""
+    hidden = [st for st in server.stores if st.info.group and (st.info.group, st.info.version) not in enabled]
+    for store in hidden:
+        server.remove_store(store)
+    if not hidden:
+        return
+
+    async def start(_s: GenericAPIServer) -> None:
+        await asyncio.gather(*(st.start() for st in hidden))
+
+    async def stop(_s: GenericAPIServer) -> None:
+        await asyncio.gather(*(st.stop() for st in hidden), return_exceptions=True)
+
+    server.post_start.insert(0, start)
+    server.pre_shutdown.append(stop)
 
 
 def install_repair(server: GenericAPIServer, repair: AllocationRepair) -> None:
@@ -143,6 +180,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds between passes of the ClusterIP and NodePort repair loops (kube: 3 minutes)")
     parser.add_argument("--ipaddress-leak-grace-period", type=float, default=DEFAULT_IP_GRACE,
                         help="seconds an IPAddress without its Service is kept before the repair frees it")
+    parser.add_argument("--runtime-config", action="append", default=[],
+                        help="kube's key=value pairs enabling or disabling group-versions (api/all, api/ga, "
+                             "api/beta, api/alpha, <group>/<version>); beta and alpha are off by default")
     args = parser.parse_args(argv)
     try:
         service_cidr = ServiceIPRange.parse(args.service_cluster_ip_range)
@@ -153,8 +193,13 @@ def main(argv: list[str] | None = None) -> None:
     options = None
     if args.controllers:
         options = ControllerOptions(root_ca=Path(args.root_ca_file).read_text() if args.root_ca_file else "")
-    server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port, controllers=options,
-                          service_cidr=service_cidr, node_ports=node_ports,
-                          repair_interval=args.allocation_repair_interval,
-                          ip_leak_grace=args.ipaddress_leak_grace_period)
+    try:
+        server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port,
+                              controllers=options, service_cidr=service_cidr, node_ports=node_ports,
+                              repair_interval=args.allocation_repair_interval,
+                              ip_leak_grace=args.ipaddress_leak_grace_period,
+                              runtime_config=runtimeconfig.parse(args.runtime_config))
+    except runtimeconfig.RuntimeConfigError as err:
+        print(f"Error: {err}", file=sys.stderr)  # kube-apiserver's start-up failure
+        sys.exit(1)
     run_forever(server.run())
