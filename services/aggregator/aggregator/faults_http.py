@@ -22,13 +22,12 @@ from typing import Any
 import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.errors import APIError
-from genericapi.apimachinery.requestinfo import RequestInfoError, parse_request_info
 from genericapi.apimachinery.user import UserInfo
 from starlette.types import Message, Receive, Scope, Send
 
 from .faults import Effect, FaultInjector, FaultPlan, FaultRule, parse_rules
 
-__all__ = ["ADMIN_PATH", "apply_plan", "is_admin_path", "plan_request", "serve_admin"]
+__all__ = ["ADMIN_PATH", "apply_plan", "is_admin_path", "serve_admin"]
 
 ADMIN_PATH = "/debug/kubechain/faults"
 ADMIN_GROUP = "system:masters"
@@ -116,16 +115,6 @@ async def _read_json(receive: Receive) -> Any:
 
 
 # -- applying rules to a request ---------------------------------------------------------------
-def plan_request(injector: FaultInjector, scope: Scope, user: UserInfo) -> FaultPlan | None:
-    """What the rules do to this request (None: nothing fires, forward as usual)."""
-    try:
-        info = parse_request_info(scope["method"], scope["path"],
-                                  scope.get("query_string", b"").decode("latin-1"))
-    except RequestInfoError:
-        return None  # kube refuses the path itself; no rule applies to it
-    return injector.plan(info, user)
-
-
 async def apply_plan(plan: FaultPlan, scope: Scope, receive: Receive, send: Send, forward: Forward) -> None:
     if plan.latency > 0:
         await asyncio.sleep(plan.latency)

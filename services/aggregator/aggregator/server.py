@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import orjson
 from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.server import metrics
 from genericapi.server.apiserver import client_ssl_context
@@ -126,8 +127,9 @@ class Gateway:
         if scope["method"] in ("GET", "HEAD") and (len(self.config.members) > 1 or self.control is not None) \
                 and scope["path"].rstrip("/") in MERGED_PATHS and await self._merged(scope, send):
             return
-        labels = request_labels(scope)
-        plan = faults_http.plan_request(self.faults, scope, user) if self.faults.rules else None
+        info = request_info(scope)
+        labels = request_labels(scope, info)
+        plan = self.faults.plan(info, user) if self.faults.rules and info is not None else None
         code = 0
 
         async def counting_send(message: Message) -> None:
@@ -301,26 +303,23 @@ async def _send_body(scope: Scope, send: Send, ctype: str, body: bytes,
     await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
 
 
-def request_labels(scope: Scope) -> tuple[str, str, str, str, str]:
-    """(verb, group, version, resource, subresource) of an API path, for request metrics."""
-    parts = [p for p in scope["path"].split("/") if p]
-    group = version = resource = sub = ""
-    rest: list[str] = []
-    if parts[:1] == ["api"] and len(parts) > 1:
-        version, rest = parts[1], parts[2:]
-    elif parts[:1] == ["apis"] and len(parts) > 2:
-        group, version, rest = parts[1], parts[2], parts[3:]
-    watch = False
-    if rest[:1] == ["watch"]:
-        watch, rest = True, rest[1:]
-    if len(rest) >= 3 and rest[0] == "namespaces":
-        rest = rest[2:]
-    if rest:
-        resource = rest[0]
-        sub = rest[2] if len(rest) > 2 else ""
-    query = scope.get("query_string", b"")
-    watch = watch or b"watch=1" in query or b"watch=true" in query
-    return metrics.verb_of(scope["method"], len(rest) > 1, watch), group, version, resource, sub
+def request_info(scope: Scope) -> RequestInfo | None:
+    """The request in Kubernetes terms, parsed once here at the first hop (kept in the scope for
+    everything after); None for a path kube itself cannot interpret."""
+    try:
+        info = parse_request_info(scope["method"], scope["path"], scope.get("query_string", b"").decode("latin-1"))
+    except RequestInfoError:
+        return None
+    scope["kubechain.request_info"] = info
+    return info
+
+
+def request_labels(scope: Scope, info: RequestInfo | None) -> tuple[str, str, str, str, str]:
+    """(verb, group, version, resource, subresource) of a request, as kube's request metrics label it."""
+    if info is None:
+        return scope["method"], "", "", "", ""
+    ctype = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), "")
+    return metrics.metric_verb(info, ctype), info.api_group, info.api_version, info.resource, info.subresource
 
 
 async def _served_group_versions(proxy: ReverseProxy, base: str) -> list[tuple[str, str]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from genericapi.apimachinery.requestinfo import RequestInfo
+
 REQUESTS = Counter(
     "apiserver_request_total",
     "Counter of apiserver requests broken out for each verb, group, version, resource, subresource and "
@@ -21,6 +23,20 @@ WATCHERS = Gauge(
     "Gauge of all active long-running apiserver requests (watches) by group, version and resource.",
     ["group", "version", "resource"],
 )
+
+
+#: kube's metrics verb for a RequestInfo verb (its route instrumentation names writes by HTTP method).
+_METRIC_VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", "update": "PUT",
+                 "patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETECOLLECTION"}
+
+
+def metric_verb(info: RequestInfo, content_type: str = "") -> str:
+    """The ``verb`` label kube-apiserver gives a request (``APPLY`` for server-side apply)."""
+    if not info.is_resource_request:
+        return info.verb.upper()
+    if info.verb == "patch" and content_type.split(";", 1)[0].strip() == "application/apply-patch+yaml":
+        return "APPLY"
+    return _METRIC_VERBS.get(info.verb, info.verb.upper())
 
 
 def verb_of(method: str, item: bool, watch: bool) -> str:
