@@ -12,6 +12,7 @@ schema: the built-in 1.33 definitions, or a custom resource's structural schema 
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,8 @@ from genericapi.apimachinery.fieldmanager.typed import compare
 from genericapi.apimachinery.schemas import SchemaCatalog
 
 from .strategy import Strategy
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,18 @@ class FieldTracker:
                 else:
                     meta.pop("managedFields", None)
             return
-        self.manager().update(live, new, writer.manager, subresource=writer.subresource, unowned=admitted)
+        try:
+            self.manager().update(live, new, writer.manager, subresource=writer.subresource, unowned=admitted)
+        except Exception:  # kube's UpdateNoErrors: a failed bookkeeping never fails the write
+            log.exception("managedFields of %s %s not updated; the live ones are kept",
+                          self._strategy.info.plural, (new.get("metadata") or {}).get("name"))
+            meta = new.get("metadata")
+            if isinstance(meta, dict):
+                kept = ((live or {}).get("metadata") or {}).get("managedFields")
+                if kept:
+                    meta["managedFields"] = kept
+                else:
+                    meta.pop("managedFields", None)
 
 
 class AdmissionSnapshot:
@@ -111,7 +125,11 @@ class AdmissionSnapshot:
         """The fields admission added to ``obj`` (None when it changed nothing)."""
         if orjson.dumps(obj) == self._raw:
             return None
-        return compare(orjson.loads(self._raw), obj, self._tracker.manager().root).added
+        try:
+            return compare(orjson.loads(self._raw), obj, self._tracker.manager().root).added
+        except Exception:  # never fail a create over bookkeeping
+            log.exception("fields added by admission not determined")
+            return None
 
 
 _CATALOG_RESOLVERS: dict[int, tuple[SchemaCatalog, SchemaResolver]] = {}
