@@ -177,11 +177,13 @@ def test_scale_subresource(chain: ChainHandle) -> None:
     assert chain.json("GET", f"{base}/scaled")[1]["spec"]["replicas"] == 4
 
 
-def test_server_side_apply_is_refused_clearly(chain: ChainHandle) -> None:
+def test_server_side_apply_needs_the_name_to_create(chain: ChainHandle) -> None:
+    # (server-side apply itself: test_server_side_apply.py)
     status, _h, body = chain.request("PATCH", "/api/v1/namespaces/default/configmaps/ssa?fieldManager=t",
                                      raw=b"apiVersion: v1\nkind: ConfigMap\n",
                                      headers={"Content-Type": "application/apply-patch+yaml"})
-    assert status == 415 and b"server-side apply is not supported yet" in body
+    assert status == 400
+    assert json.loads(body)["message"] == "the name of the object () does not match the name on the URL (ssa)"
 
 
 def test_watch_from_expired_version_gets_410_event(chain: ChainHandle) -> None:
@@ -408,3 +410,12 @@ def test_failed_json_patch_test_is_worded_as_kube(chain: ChainHandle) -> None:
     assert status == 422 and doc["reason"] == "Invalid"
     assert doc["message"].endswith("testing value /data/a failed: test failed")
     assert "class" not in doc["message"]
+
+
+def test_metrics_need_credentials_but_health_and_version_do_not(chain: ChainHandle) -> None:
+    # kube serves /metrics behind authentication and authorization (system:monitoring).
+    status, _h, body = chain.request("GET", "/metrics", auth=False)
+    assert status == 401 and json.loads(body)["reason"] == "Unauthorized"
+    assert chain.request("GET", "/metrics")[0] == 200
+    for path in ("/healthz", "/livez", "/readyz", "/version", "/version/"):
+        assert chain.request("GET", path, auth=False)[0] == 200, path

@@ -114,11 +114,7 @@ class Gateway:
             return
         user = self.authenticator.authenticate(scope)
         if user is None:
-            body = apierrors.unauthorized().body()
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await _send_status(send, apierrors.unauthorized())
             return
         scope["kubechain.user"] = user
         if faults_http.is_admin_path(scope["path"]):
@@ -291,6 +287,30 @@ class Gateway:
         return True
 
 
+class AuthenticatedMetrics:
+    """``/metrics`` only for an authenticated client: kube-apiserver serves it through its
+    authentication and authorization filters (the ``system:monitoring`` role), unlike the public
+    health and version paths."""
+
+    def __init__(self, app: Dispatcher, authenticator: Authenticator) -> None:
+        self.app = app
+        self.authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].rstrip("/") == "/metrics" \
+                and self.authenticator.authenticate(scope) is None:
+            await _send_status(send, apierrors.unauthorized())
+            return
+        await self.app(scope, receive, send)
+
+
+async def _send_status(send: Send, err: apierrors.APIError) -> None:
+    body = err.body()
+    await send({"type": "http.response.start", "status": err.code,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 #: Documents the gateway answers itself by merging its members' (see ``Gateway._merged``).
 MERGED_PATHS = ("/api", "/apis", "/openapi/v2", "/openapi/v3")
 
@@ -417,7 +437,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
         if gateway.apiservices is not None:
             await gateway.apiservices.stop()
 
-    app = Dispatcher(build_app("aggregator", gateway, health, on_start=start, on_stop=stop), gateway)
+    app = AuthenticatedMetrics(Dispatcher(build_app("aggregator", gateway, health, on_start=start, on_stop=stop),
+                                          gateway), gateway.authenticator)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}
