@@ -83,13 +83,15 @@ def decode_config(raw: bytes, store: Store, validation: str, *, api_version: str
     return config, duplicates
 
 
-def _check_identity(obj: dict[str, Any], name: str, namespace: str) -> None:
+def _check_identity(obj: dict[str, Any], name: str, namespace: str, *, partial: bool = False) -> None:
+    """kube's checkName: the (merged) object names the URL's object. ``partial``: a
+    configuration may leave its name out (the live object's stays)."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = obj["metadata"] = {}
-    if meta.get("name") is None:
-        meta["name"] = name
-    if meta.get("name") != name:
+    if partial and meta.get("name") is None:
+        pass
+    elif meta.get("name") != name:
         raise apierrors.bad_request(
             f"the name of the object ({meta.get('name') or ''}) does not match the name on the URL ({name})")
     if namespace and meta.get("namespace") and meta.get("namespace") != namespace:
@@ -118,7 +120,7 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
         raise apierrors.APIError(415, "UnsupportedMediaType",
                                  f"apply patches are not supported on the {subresource} subresource")
     config, duplicates = decode_config(raw, store, validation)
-    _check_identity(config, name, namespace)
+    _check_identity(config, name, namespace, partial=True)
     warnings = check_fields(store.strategy, config, validation, duplicates)
     fm = store.fields.manager()
     writer = Writer(manager, subresource, recorded=True)
@@ -146,6 +148,7 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
         except TypedError as terr:
             raise _typed_failure(terr, store, namespace, name) from None
         created["metadata"].pop("resourceVersion", None)
+        _check_identity(created, name, namespace)
         result = await store.create(namespace, created, dry_run=dry_run, writer=writer)
         status = 201
     resp = render_object(store, result, out, pretty, status=status)
@@ -160,7 +163,7 @@ async def _apply_scale(store: Store, namespace: str, name: str, raw: bytes, vali
     """Apply an ``autoscaling/v1`` Scale: ownership of the replicas is recorded on the parent
     (its replicas path, ``subresource: scale``), where conflicts with the parent's appliers show."""
     config, _ = decode_config(raw, store, validation, api_version="autoscaling/v1", kind="Scale")
-    _check_identity(config, name, namespace)
+    _check_identity(config, name, namespace, partial=True)
     spec_path = (store.info.scale_paths or (".spec.replicas",))[0]
     parent: dict[str, Any] = {"apiVersion": store.info.api_version, "kind": store.info.kind,
                               "metadata": {"name": name}}
