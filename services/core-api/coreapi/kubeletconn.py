@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -118,11 +119,10 @@ def dial_error(host_port: str, err: BaseException) -> str:
     connection refused``."""
     if isinstance(err, TimeoutError):
         return f"dial tcp {host_port}: i/o timeout"
-    cause: BaseException | None = err
-    while cause is not None and not isinstance(cause, OSError):
+    cause: BaseException | None = getattr(err, "os_error", None) or err  # aiohttp wraps the OSError
+    while cause is not None and not (isinstance(cause, OSError) and cause.errno):
         cause = cause.__cause__ or cause.__context__
-    if isinstance(cause, ConnectionRefusedError):
-        return f"dial tcp {host_port}: connect: connection refused"
-    if isinstance(cause, OSError) and cause.strerror:
-        return f"dial tcp {host_port}: connect: {cause.strerror[0].lower()}{cause.strerror[1:]}"
+    if isinstance(cause, OSError) and cause.errno:
+        text = os.strerror(cause.errno)
+        return f"dial tcp {host_port}: connect: {text[0].lower()}{text[1:]}"
     return f"dial tcp {host_port}: {err}"
