@@ -162,3 +162,36 @@ def test_decode_rejects_bad_entries() -> None:
         decode([{"manager": "a", "operation": "Patch", "apiVersion": "v1", "fieldsType": "FieldsV1"}])
     with pytest.raises(ManagedFieldsError):
         decode([{"manager": "a", "operation": "Update", "apiVersion": "v1"}])
+
+
+def test_create_compares_against_go_empty_object_for_built_ins() -> None:
+    go_fm = FieldManager(FM.root, "apps/v1", go_typed=True)
+    obj = dep()
+    go_fm.update(None, obj, "kubectl-create", when=T1)
+    fields = entries(obj)[0]["fieldsV1"]
+    # spec and template are structs held by value in Go: no "." of their own; labels are not
+    assert "." not in fields["f:spec"] and "." not in fields["f:spec"]["f:template"]
+    assert "." in fields["f:spec"]["f:template"]["f:metadata"]["f:labels"]
+    assert "." not in fields["f:spec"]["f:template"]["f:spec"]["f:containers"]
+
+
+def test_unowned_paths_stay_with_nobody() -> None:
+    from genericapi.apimachinery.fieldmanager.fieldset import FieldSet
+    obj = dep()
+    obj["spec"]["template"]["spec"]["volumes"] = [{"name": "token", "emptyDir": {}}]
+    volumes = ("f:spec", "f:template", "f:spec", "f:volumes")
+    FM.update(None, obj, "creator", when=T1, unowned=FieldSet.of(volumes))
+    assert "f:volumes" not in entries(obj)[0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"]
+
+
+def test_subresource_reset_fields() -> None:
+    from genericapi.apimachinery.fieldmanager.fieldset import FieldSet
+    fm = FieldManager(FM.root, "apps/v1", reset={"": FieldSet.of(("f:status",)), "status": FieldSet.of(("f:spec",))})
+    live = dep()
+    fm.update(None, live, "creator", when=T1)
+    new = copy.deepcopy(live)
+    new["status"] = {"replicas": 1}
+    new["spec"]["replicas"] = 9
+    fm.update(live, new, "ctrl", subresource="status", when=T2)
+    by = {(e["manager"], e.get("subresource", "")): e["fieldsV1"] for e in entries(new)}
+    assert by[("ctrl", "status")] == {"f:status": {".": {}, "f:replicas": {}}}
