@@ -116,18 +116,23 @@ class Kubechain:
             raise KubechainStartError(f"kubeconfig {kubeconfig} does not exist")
         server = _current_server(kubeconfig)
         handle = cls(kubeconfig, server)
+        kubernetes = kubernetes_client()
+        import urllib3
+
         deadline = time.monotonic() + timeout
-        last = ""
         with handle.api_client() as api:
+            core = kubernetes.client.CoreV1Api(api)
             while True:
-                try:
-                    response = api.call_api("/readyz", "GET", auth_settings=["BearerToken"],
-                                            _preload_content=False, _request_timeout=5)
-                    if response[1] == 200:
-                        return handle
-                    last = f"/readyz answered {response[1]}"
-                except Exception as err:
-                    last = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                try:  # an authenticated read: the server is up and these credentials work
+                    core.list_namespace(limit=1, _request_timeout=5)
+                    return handle
+                except kubernetes.client.ApiException as err:
+                    if err.status not in (429, 500, 502, 503, 504):
+                        raise KubechainStartError(f"{server} (from {kubeconfig}) refused a list of namespaces: "
+                                                  f"{err.status} {err.reason}") from None
+                    last = f"{err.status} {err.reason}"
+                except (urllib3.exceptions.HTTPError, OSError) as err:
+                    last = str(err)
                 if time.monotonic() > deadline:
                     raise KubechainStartError(f"{server} (from {kubeconfig}) is not ready after {timeout}s: {last}")
                 time.sleep(0.2)
@@ -141,10 +146,12 @@ class Kubechain:
     def kubectl(self, namespace: str = "", binary: str = "kubectl") -> Kubectl:
         return Kubectl(self.kubeconfig, namespace, binary)
 
-    def stop(self) -> None:
-        """Stop the processes this session started (an attached server is left alone)."""
+    def stop(self, timeout: float = 3.0) -> None:
+        """Stop the processes this session started (an attached server is left alone). A test
+        chain is thrown away, so a process still stopping after ``timeout`` seconds is killed: a
+        client's idle keep-alive connection otherwise holds the gateway for its whole graceful stop."""
         if self.chain is not None:
-            self.chain.stop()
+            self.chain.stop(timeout=timeout)
 
 
 def _current_server(kubeconfig: Path) -> str:

@@ -127,7 +127,7 @@ class CRDInstaller:
         kubernetes = kubernetes_client()
         refused = ""
         try:
-            api.create_custom_resource_definition(doc.body, _preload_content=False)
+            _body(api.create_custom_resource_definition(doc.body, _preload_content=False))
             return
         except kubernetes.client.ApiException as err:
             if err.status != 409:
@@ -136,11 +136,11 @@ class CRDInstaller:
             pytest.fail(refused, pytrace=False)
         # Already there (an earlier session on a kept server, another worker, a changed file): replace.
         for _ in range(5):
-            current = orjson.loads(api.read_custom_resource_definition(doc.name, _preload_content=False).data)
+            current = orjson.loads(_body(api.read_custom_resource_definition(doc.name, _preload_content=False)))
             body = {**doc.body, "metadata": {**doc.body["metadata"],
                                              "resourceVersion": current["metadata"]["resourceVersion"]}}
             try:
-                api.replace_custom_resource_definition(doc.name, body, _preload_content=False)
+                _body(api.replace_custom_resource_definition(doc.name, body, _preload_content=False))
                 return
             except kubernetes.client.ApiException as err:
                 if err.status != 409:
@@ -152,7 +152,7 @@ class CRDInstaller:
 
     def _wait_established(self, api: Any, doc: CRDDocument, deadline: float) -> None:
         while True:
-            crd = orjson.loads(api.read_custom_resource_definition(doc.name, _preload_content=False).data)
+            crd = orjson.loads(_body(api.read_custom_resource_definition(doc.name, _preload_content=False)))
             conditions = {c.get("type"): c for c in (crd.get("status") or {}).get("conditions") or []}
             names = conditions.get("NamesAccepted", {})
             if names.get("status") == "False":
@@ -177,8 +177,8 @@ class CRDInstaller:
                 continue
             while True:
                 try:
-                    objects.list_cluster_custom_object(spec.get("group", ""), version.get("name", ""), plural,
-                                                       limit=1, _preload_content=False)
+                    _body(objects.list_cluster_custom_object(spec.get("group", ""), version.get("name", ""), plural,
+                                                             limit=1, _preload_content=False))
                     break
                 except kubernetes.client.ApiException as err:
                     problem = f"{err.status} {err.reason}" if err.status != 404 or time.monotonic() > deadline else ""
@@ -186,6 +186,16 @@ class CRDInstaller:
                     pytest.fail(f"@pytest.mark.{MARKER}: {doc.name} version {version.get('name')} is not "
                                 f"served: {problem}", pytrace=False)
                 time.sleep(0.05)
+
+
+def _body(response: Any) -> bytes:
+    """A raw (``_preload_content=False``) response's body, its connection handed back to the pool:
+    one left checked out stays open past ``ApiClient.close`` and holds the gateway's stop up."""
+    try:
+        data: bytes = response.data
+        return data
+    finally:
+        response.release_conn()
 
 
 def _refused(doc: CRDDocument, err: Any) -> str:

@@ -32,6 +32,7 @@ def kubechain(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     """The session's API server: a chain started in a temporary directory, or (with
     ``--kubechain-kubeconfig``) the server a kubeconfig names. Stopped at the end of the session."""
     settings = Settings.from_config(request.config)
+    handle: Kubechain | None = None
     try:
         if settings.kubeconfig is not None:
             handle = Kubechain.attach(settings.kubeconfig, timeout=settings.start_timeout)
@@ -39,7 +40,9 @@ def kubechain(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
             handle = Kubechain.start(tmp_path_factory.mktemp("kubechain"), controllers=settings.controllers,
                                      timeout=settings.start_timeout)
     except KubechainStartError as err:
-        pytest.fail(str(err), pytrace=False)
+        failure = str(err)
+    if handle is None:  # failed outside the except block: the report is the message, not a chain of errors
+        pytest.fail(failure, pytrace=False)
     yield handle
     handle.stop()
 
