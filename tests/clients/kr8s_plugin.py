@@ -5,7 +5,7 @@ kr8s's suite expects two fixtures from its repository's root conftest, which the
 ``ensure_gc``. This plugin provides them for the chain ``$KUBECONFIG`` points at (``run_kr8s.py`` starts
 it with ``kubechain up``), creates what a fresh kind cluster would already hold (``kind_objects``), and
 deselects the tests that need a kubelet by the rule in ``kubelet_rule`` (reported at the end of the run,
-grouped by reason).
+grouped by reason), and marks the few known failures strict xfail with their cause.
 
 Load it with ``-p clients.kr8s_plugin`` (``tests`` on ``PYTHONPATH``).
 """
@@ -26,6 +26,20 @@ from clients import kind_objects
 from clients.kubelet_rule import kubelet_needs
 
 _deselected: dict[str, list[str]] = {}
+
+# Kept in the run but expected to fail, strictly (an unexpected pass fails the run, so the entry is removed
+# when the cause is fixed). By fixture: kubechain gaps, each with a regression test in
+# tests/integration/test_client_fidelity.py.
+KUBECHAIN_GAPS: dict[str, str] = {
+    # `kubectl create token pytest`: POST .../serviceaccounts/pytest/token answers 404 on kubechain.
+    "k8s_token": "kubechain gap: TokenRequest (serviceaccounts/token) is not served and ServiceAccount tokens "
+                 "are not authenticated (test_client_fidelity.py::test_token_request_*)",
+}
+# By test: failures inside the client libraries, with no request sent (not kubechain's to fix).
+CLIENT_SIDE: dict[str, tuple[str, type[Exception]]] = {
+    "test_cast_to_from_kubernetes": ("client side: the test reaches kubernetes.client.models.v1_pod, which the "
+                                     "kubernetes client (>= 35) no longer imports eagerly", AttributeError),
+}
 
 
 class KubechainCluster:
@@ -80,6 +94,12 @@ def _needs(item: pytest.Item) -> list[str]:
             reasons += [f"fixture {name}: {r}" for r in kubelet_needs(defs[-1].func)]
     return reasons
 
+# By test: client-side timing races, rerun (up to 3 times, as kr8s's CI reruns its whole suite) rather than
+# marked. test_api_timeout expects a 10 us read timeout to fire; on a loaded machine the event loop can
+# wake with the response already readable and the deadline passed together, and anyio then lets the read
+# win (kind is no different: nothing the server can answer faster or slower changes it).
+TIMING_RACES: dict[str, int] = {"test_api_timeout": 3}
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept, dropped = [], []
@@ -93,6 +113,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    for item in kept:
+        gaps = [KUBECHAIN_GAPS[f] for f in getattr(item, "fixturenames", ()) if f in KUBECHAIN_GAPS]
+        if gaps:
+            # The fixture's kubectl fails: RuntimeError from KubechainCluster.kubectl.
+            item.add_marker(pytest.mark.xfail(reason=gaps[0], raises=RuntimeError, strict=True))
+        name = getattr(item, "originalname", item.name)
+        if name in TIMING_RACES:
+            item.add_marker(pytest.mark.flaky(reruns=TIMING_RACES[name]))
+        if name in CLIENT_SIDE:
+            reason, raises = CLIENT_SIDE[name]
+            item.add_marker(pytest.mark.xfail(reason=reason, raises=raises, strict=True))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

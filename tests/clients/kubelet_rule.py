@@ -9,8 +9,9 @@ behaviour and stays in.
 
 The rule is mechanical, so that nobody hand-picks passing tests: a test needs a kubelet when its body, or
 the body of any fixture it uses (transitively, as pytest resolved them), calls one of ``KUBELET_CALLS``
-outside a ``with pytest.raises(...)`` block, or waits (``.wait(...)``) on a status that only a kubelet
-or a workload controller writes (``KUBELET_STATUS``). Calls inside ``pytest.raises`` are the client
+outside a ``with pytest.raises(...)`` block, waits (``.wait(...)``) on a status that only a kubelet
+or a workload controller writes (``KUBELET_STATUS``), or watches an object from its own resourceVersion
+(``obj.watch()``) for a change that only the scheduler or kubelet makes. Calls inside ``pytest.raises`` are the client
 refusing before it sends anything (``ConfigMap.exec`` raises NotImplementedError, ``PersistentVolume``
 has no port-forward), so they do not count.
 
@@ -40,6 +41,12 @@ KUBELET_CALLS: dict[str, str] = {
     # pods/portforward: a SPDY/WebSocket tunnel to a container port through the kubelet.
     "portforward": "forwards to a container port (pods/portforward is proxied to the kubelet)",
 }
+
+# ``obj.watch()`` (no arguments): kr8s's APIObject.watch streams the object's changes *after* its own
+# resourceVersion, as kube-apiserver does for a watch from a given resourceVersion. Right after the test's
+# own write nothing has changed; in kind the scheduler binds a new Pod and the kubelet reports its status,
+# which are the events these tests wait for.
+OBJECT_WATCH_REASON = "waits for a change made after the test's own write (the scheduler and kubelet make it)"
 
 # Status a ``.wait(...)`` may wait for that only a kubelet or a workload controller writes.
 KUBELET_STATUS: tuple[str, ...] = ("Ready", "Initialized", ".status.phase", "availableReplicas")
@@ -81,6 +88,8 @@ class _Finder(ast.NodeVisitor):
     def _check(self, method: str, args: list[ast.expr]) -> None:
         if method in KUBELET_CALLS:
             self.found.append(f".{method}(): {KUBELET_CALLS[method]}")
+        elif method == "watch" and not args:
+            self.found.append(f".watch(): {OBJECT_WATCH_REASON}")
         elif method == "wait" and any(token in s for s in _strings(args) for token in KUBELET_STATUS):
             self.found.append(f".wait(): {WAIT_REASON}")
 

@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
             env = dict(os.environ, KUBECONFIG=str(kubeconfig),
                        PYTHONPATH=os.pathsep.join(p for p in (str(REPO / "tests"), os.environ.get("PYTHONPATH"))
                                                   if p))
-            cmd = [sys.executable, "-m", "pytest", "-c", str(HERE / "pytest.ini"), "--rootdir", str(kr8s_dir),
+            cmd = [sys.executable, "-m", "pytest", "-c", str(HERE / "kr8s.ini"), "--rootdir", str(kr8s_dir),
                    "--confcutdir", str(kr8s_dir), str(kr8s_dir / "tests"), *argv]
             # kr8s's tests write temporary kubeconfigs and start `kubectl proxy`; run them from the scratch dir.
             rc = subprocess.run(cmd, env=env, cwd=tmp, timeout=RUN_TIMEOUT).returncode
