@@ -33,8 +33,9 @@ from coreapi.catalog_priorities import sort_group_versions, sort_versions_by_kub
 from genericapi.apimachinery.resources import STANDARD_VERBS, ResourceInfo
 from support.reference import DISCOVERY_DIR
 
-#: Subresources the catalog models; the reference's others (log, exec, proxy...) are not served.
-MODELLED_SUBRESOURCES = {"status", "scale", "approval", "finalize", "binding", "eviction"}
+#: Subresources the catalog models; the reference's others (ephemeralcontainers, resize, token...) are not served.
+MODELLED_SUBRESOURCES = {"status", "scale", "approval", "finalize", "binding", "eviction",
+                         "attach", "exec", "log", "portforward", "proxy"}
 
 #: Reference facts newer than 1.33, replaced by what 1.33 serves.
 #: HPA joined the "podautoscalers" category long after 1.33.
