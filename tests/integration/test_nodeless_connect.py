@@ -70,9 +70,12 @@ def host_ip() -> str:
 class _Echo(http.server.BaseHTTPRequestHandler):
     """A real upstream: answers with what it received."""
 
+    seen_headers: list[str] = []
+
     def _answer(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
+        _Echo.seen_headers = sorted(k.lower() for k in self.headers)
         out = json.dumps({"method": self.command, "path": self.path, "body": body.decode()}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -333,6 +336,8 @@ def test_service_proxy_reaches_a_pod_backed_endpoint(chain: ChainHandle, ns: str
     code, headers, data = get(chain, f"{base}/echo:web/proxy/hello/world?x=1&y=2")
     assert code == 200 and headers["x-upstream"] == "echo"
     assert json.loads(data) == {"method": "GET", "path": "/hello/world?x=1&y=2", "body": ""}
+    # the chain's identity headers stay inside the API server
+    assert not [h for h in _Echo.seen_headers if h.startswith(("x-remote-", "authorization", "impersonate-"))]
     code, _h, data = get(chain, f"{base}/http:echo:{echo}/proxy/post/", "POST", b"payload")
     assert (code, json.loads(data)) == (200, {"method": "POST", "path": "/post/", "body": "payload"})
     assert no_redirect(chain, f"{base}/echo:web/proxy?a=b") == (301, f"{base}/echo:web/proxy/?a=b")

@@ -26,6 +26,12 @@ CONNECT_TIMEOUT = 10.0
 _REQUEST_DROP = HOP_BY_HOP | {"authorization", "expect", "x-remote-user", "x-remote-group"}
 
 
+def _own_header(name: str) -> bool:
+    """Headers that stay with the API server: hop-by-hop ones, the client's credentials and the
+    chain's identity headers (kube's filters remove them before a proxy sees the request)."""
+    return name in _REQUEST_DROP or name.startswith(("x-remote-extra-", "impersonate-"))
+
+
 class Upstream:
     """One shared aiohttp session, opened on first use and closed with the server."""
 
@@ -59,7 +65,7 @@ class Upstream:
     async def proxy(self, method: str, url: str, host_port: str, headers: list[tuple[str, str]],
                     body: bytes) -> ConnectResponse:
         """A proxied request: the upstream's answer, or kube's 503 when it cannot be reached."""
-        out = [(k, v) for k, v in headers if k.lower() not in _REQUEST_DROP]
+        out = [(k, v) for k, v in headers if not _own_header(k.lower())]
         try:
             resp = await self._open(method, url, host_port, out, body)
         except ConnectionError as err:
