@@ -9,9 +9,10 @@ lives in ``catalog_priorities``. This module joins them and answers look-ups.
 
 Resources without objects of their own (``componentstatuses``, ``bindings``, ``pods/binding``,
 ``pods/eviction``, the ``authorization.k8s.io`` reviews) have their rows in ``catalog_nodeless``.
-Not served here (yet): ``tokenreviews``, ``serviceaccounts/token``, connect subresources
-(``pods/log``, ``exec``, ``attach``, ``portforward``, ``proxy``), ``pods/ephemeralcontainers``
-and ``pods/resize``.
+The connect subresources (``pods/log``, ``exec``, ``attach``, ``portforward``, ``proxy``,
+``nodes/proxy``, ``services/proxy``) are named on their rows with kinds and verbs from
+``catalog_connect``. Not served here (yet): ``tokenreviews``, ``serviceaccounts/token``,
+``pods/ephemeralcontainers`` and ``pods/resize``.
 """
 
 from __future__ import annotations
