@@ -23,6 +23,10 @@ def replica_count(value: str) -> int:
     return count
 
 
+class StartInterrupted(Exception):
+    """SIGTERM or Ctrl-C arrived before the chain was ready."""
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="kubechain")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -50,15 +54,25 @@ def main(argv: list[str] | None = None) -> None:
         nonlocal stopping
         stopping = True
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    def abort_start(sig: int, _frame: object) -> None:
+        raise StartInterrupted(signal.Signals(sig).name)
+
+    # While starting, a signal ends the start at once (what has started is stopped again).
+    signal.signal(signal.SIGTERM, abort_start)
+    signal.signal(signal.SIGINT, abort_start)
     started = time.monotonic()
     try:
         chain.start()
+    except StartInterrupted as interrupted:
+        chain.stop()
+        print(f"kubechain: {interrupted} while starting; stopped", file=sys.stderr)
+        raise SystemExit(1) from None
     except Exception as err:
         chain.stop()
         print(f"kubechain: {err}", file=sys.stderr)
         raise SystemExit(1) from None
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     print(f"kubechain is ready at {chain.server_url} ({time.monotonic() - started:.1f}s)")
     if args.replicas > 1:
         print(f"  {args.replicas} replicas of each service; gateways at {', '.join(chain.server_urls)}")

@@ -131,3 +131,24 @@ def test_killed_children_come_back_and_nothing_is_lost(up: tuple[subprocess.Pope
     assert "kubechain stopped" in output
     leftover = subprocess.run(["pgrep", "-f", str(data)], capture_output=True, text=True).stdout.split()
     assert leftover == []
+
+
+def test_sigterm_while_starting_stops_at_once(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = subprocess.Popen([sys.executable, "-m", "kubechain_cli", "up", "--data-dir", str(data),
+                             "--port", str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (data / "logs" / "aggregator.log").exists():
+        time.sleep(0.05)  # until every child is started (and none is ready yet)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(["pkill", "-9", "-f", str(data)], check=False)
+    assert proc.returncode == 1, out
+    assert "SIGTERM while starting; stopped" in out
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", str(data)], capture_output=True, text=True).stdout.split() == []
