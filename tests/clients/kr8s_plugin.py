@@ -94,17 +94,23 @@ def _needs(item: pytest.Item) -> list[str]:
             reasons += [f"fixture {name}: {r}" for r in kubelet_needs(defs[-1].func)]
     return reasons
 
-# By test: client-side timing races, rerun (up to 3 times, as kr8s's CI reruns its whole suite) rather than
-# marked. test_api_timeout expects a 10 us read timeout to fire; on a loaded machine the event loop can
-# wake with the response already readable and the deadline passed together, and anyio then lets the read
-# win (kind is no different: nothing the server can answer faster or slower changes it).
-TIMING_RACES: dict[str, int] = {"test_api_timeout": 3}
+# By test: left out because the outcome is a client-side race, not API behaviour. test_api_timeout expects
+# a 10 us httpx timeout to fire on a reused connection; httpx lets the read win whenever the response is
+# readable when the loop wakes. Measured here: plain httpx with that timeout, after three requests on one
+# connection, did not time out 9 of 12 times against kubechain's /version and 12 of 12 against etcd's
+# /version (a Go HTTP server, no kubechain code), so no server answer decides it (kr8s's CI reruns it).
+CLIENT_RACES: dict[str, str] = {
+    "test_api_timeout": "client-side race: httpx does not reliably enforce a 10 us timeout on a reused "
+                        "connection (same with etcd's Go HTTP server)",
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept, dropped = [], []
     for item in items:
         reasons = _needs(item)
+        if getattr(item, "originalname", item.name) in CLIENT_RACES:
+            reasons = [CLIENT_RACES[getattr(item, "originalname", item.name)]]
         if reasons:
             dropped.append(item)
             _deselected[item.nodeid] = reasons
@@ -119,8 +125,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # The fixture's kubectl fails: RuntimeError from KubechainCluster.kubectl.
             item.add_marker(pytest.mark.xfail(reason=gaps[0], raises=RuntimeError, strict=True))
         name = getattr(item, "originalname", item.name)
-        if name in TIMING_RACES:
-            item.add_marker(pytest.mark.flaky(reruns=TIMING_RACES[name]))
         if name in CLIENT_SIDE:
             reason, raises = CLIENT_SIDE[name]
             item.add_marker(pytest.mark.xfail(reason=reason, raises=raises, strict=True))
@@ -132,6 +136,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     by_reason: dict[str, list[str]] = {}
     for nodeid, reasons in _deselected.items():
         by_reason.setdefault(reasons[0], []).append(nodeid.split("::")[-1])
-    terminalreporter.section(f"kr8s tests left out: {len(_deselected)} need a kubelet")
+    races = sum(1 for reasons in _deselected.values() if reasons[0].startswith("client-side race"))
+    terminalreporter.section(f"kr8s tests left out: {len(_deselected) - races} need a kubelet, {races} client race")
     for reason, tests in sorted(by_reason.items()):
         terminalreporter.write_line(f"{reason}\n    {', '.join(sorted(tests))}")
