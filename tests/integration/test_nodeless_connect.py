@@ -395,3 +395,28 @@ def test_pod_and_node_proxy_reach_a_real_server(chain: ChainHandle, ns: str, ech
     node(chain, "host", [{"type": "InternalIP", "address": ip}])
     code, _h, data = get(chain, f"/api/v1/nodes/host:{echo}/proxy/metrics")
     assert (code, json.loads(data)) == (200, {"method": "GET", "path": "/metrics", "body": ""})
+
+
+# --------------------------------------------------------------------------- OpenAPI
+
+
+def test_openapi_lists_the_connect_operations(chain: ChainHandle) -> None:
+    _, v3 = chain.json("GET", "/openapi/v3/api/v1")
+    pods = "/api/v1/namespaces/{namespace}/pods/{name}"
+    exec_path = v3["paths"][f"{pods}/exec"]
+    assert sorted(m for m in exec_path if m != "parameters") == ["get", "post"]
+    assert exec_path["post"]["operationId"] == "connectCoreV1PostNamespacedPodExec"
+    assert exec_path["post"]["x-kubernetes-action"] == "connect"
+    assert exec_path["post"]["x-kubernetes-group-version-kind"] == {"group": "", "kind": "PodExecOptions",
+                                                                    "version": "v1"}
+    assert [p["name"] for p in exec_path["parameters"]] == [
+        "command", "container", "name", "namespace", "stderr", "stdin", "stdout", "tty"]
+    assert v3["paths"][f"{pods}/log"]["get"]["operationId"] == "readCoreV1NamespacedPodLog"
+    assert "text/plain" in v3["paths"][f"{pods}/log"]["get"]["responses"]["200"]["content"]
+    with_path = v3["paths"]["/api/v1/namespaces/{namespace}/services/{name}/proxy/{path}"]
+    assert sorted(m for m in with_path if m != "parameters") == [
+        "delete", "get", "head", "options", "patch", "post", "put"]
+    assert with_path["put"]["operationId"] == "connectCoreV1PutNamespacedServiceProxyWithPath"
+    _, v2 = chain.json("GET", "/openapi/v2")
+    assert v2["paths"]["/api/v1/nodes/{name}/proxy"]["get"]["operationId"] == "connectCoreV1GetNodeProxy"
+    assert v2["paths"][f"{pods}/portforward"]["get"]["produces"] == ["*/*"]

@@ -63,6 +63,8 @@ class Response:
     code: str
     description: str
     definition: str | None
+    #: The body is a plain string (connect subresources, pod logs), not a definition.
+    string: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class Operation:
     action: str | None = None
     gvk: GVK | None = None
     streams: bool = False  # list/watch: also produces watch streams
+    #: Media types produced instead of the defaults (connect subresources: ``*/*``).
+    produces: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -352,8 +356,12 @@ def resource_paths(resource: ResourceInfo, schemas: ResourceSchemas) -> list[Pat
         elif subresource == "scale":
             sub_schema, sub_gvk, label = SCALE, GVK("autoscaling", "v1", "Scale"), "scale"
         else:
-            sub_definition = dict(schemas.subresources).get(subresource)
             spec = resource.subresource_spec(subresource)
+            connect = _connect_paths(resource, subresource, item, scope, infix, tag, ns_params)
+            if connect:
+                paths.extend(connect)
+                continue
+            sub_definition = dict(schemas.subresources).get(subresource)
             if sub_definition is None or spec is None or spec.verbs != ("create",):
                 continue
             # kube's NamedCreater subresources (pods/binding, pods/eviction): POST only.
@@ -438,6 +446,24 @@ def resource_paths(resource: ResourceInfo, schemas: ResourceSchemas) -> list[Pat
                 )
             )  # fmt: skip
     return paths
+
+
+def _connect_paths(resource: ResourceInfo, subresource: str, item: str, scope: str, infix: str, tag: str,
+                   ns_params: tuple[Param, ...]) -> list[PathSpec]:
+    """Paths of a connect subresource (``openapi_connect``), or none for any other subresource."""
+    # imported here: openapi_connect builds on this module's types
+    from genericapi.apimachinery.openapi_connect import OPTIONS_PARAMS, connect_paths, log_path
+
+    spec = resource.subresource_spec(subresource)
+    if spec is None:
+        return []
+    if subresource == "log" and spec.kind == resource.kind:
+        return [log_path(item, resource.kind, scope, infix, tag, ns_params, PRETTY, resource.group,
+                         resource.version)]
+    if spec.kind not in OPTIONS_PARAMS:
+        return []
+    return connect_paths(item, subresource, spec.kind, resource.kind, scope, infix, tag, ns_params,
+                         subresource == "proxy", resource.group, resource.version)
 
 
 def sorted_params(params: Iterable[Param]) -> list[Param]:

@@ -62,13 +62,15 @@ def render_operation_v2(operation: Operation) -> dict[str, Any]:
         if operation.body.kind == "patch":
             consumes = list(operation.body.patch_media_types)
     params.extend(render_param_v2(p) for p in sorted_params(operation.params))
-    produces = list(RESPONSE_MEDIA_TYPES)
+    produces = list(operation.produces or RESPONSE_MEDIA_TYPES)
     if operation.streams:
         produces.extend(WATCH_MEDIA_TYPES)
     responses: dict[str, Any] = {}
     for response in operation.responses:
         entry: dict[str, Any] = {"description": response.description}
-        if response.definition is not None:
+        if response.string:
+            entry["schema"] = {"type": "string"}
+        elif response.definition is not None:
             entry["schema"] = _ref(response.definition)
         responses[response.code] = entry
     rendered: dict[str, Any] = {

@@ -74,13 +74,15 @@ def render_operation_v3(operation: Operation) -> dict[str, Any]:
         if body.required:
             request["required"] = True
         rendered["requestBody"] = request
-    response_media = list(RESPONSE_MEDIA_TYPES)
+    response_media = list(operation.produces or RESPONSE_MEDIA_TYPES)
     if operation.streams:
         response_media.extend(WATCH_MEDIA_TYPES)
     responses: dict[str, Any] = {}
     for response in operation.responses:
         entry: dict[str, Any] = {"description": response.description}
-        if response.definition is not None:
+        if response.string:
+            entry["content"] = {media: {"schema": {"type": "string"}} for media in response_media}
+        elif response.definition is not None:
             entry["content"] = _content(response.definition, response_media)
         responses[response.code] = entry
     rendered["responses"] = responses
