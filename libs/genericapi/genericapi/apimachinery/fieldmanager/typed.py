@@ -465,7 +465,7 @@ def remove_items(obj: Any, items: FieldSet, node: TypeNode) -> Any:
 
 #: Struct fields that Go types hold by value: a built-in kind's empty object (the live object
 #: kube compares a create against) already has them, so a create does not own them as such.
-_BY_VALUE = frozenset({"metadata", "spec", "status", "template", "strategy", "updateStrategy"})
+_BY_VALUE = frozenset({"metadata", "spec", "status", "template", "jobTemplate", "strategy", "updateStrategy"})
 
 
 def go_zero_baseline(obj: Any, node: TypeNode) -> dict[str, Any]:
