@@ -108,6 +108,18 @@ class TestDirectory:
         assert objects.list_cluster_custom_object("cert-manager.io", "v1", "certificates")["kind"] == "CertificateList"
 
 
+def test_faults_fixture(kubechain_faults, kubechain_client, kubechain_namespace):
+    from kubechain_cli.faults import internal_error
+
+    core = client.CoreV1Api(kubechain_client)
+    kubechain_faults.add(internal_error(name="boom", verbs=["list"], resources=["configmaps"],
+                                        namespaces=[kubechain_namespace], first_n=1))
+    with pytest.raises(ApiException) as failed:
+        core.list_namespaced_config_map(kubechain_namespace)
+    assert failed.value.status == 500
+    assert core.list_namespaced_config_map(kubechain_namespace).items is not None  # first_n=1: once only
+
+
 @pytest.mark.kubechain_crds("crds/missing.yaml")
 def test_missing_crd_file():
     pass
@@ -157,7 +169,7 @@ def test_fixtures_marker_and_bad_input(pytester: pytest.Pytester) -> None:
     (pytester.path / "bad-crd.yaml").write_text(BAD_CRD)
 
     result = pytester.runpytest("-p", "no:cacheprovider", "-rA", "--durations=6")
-    result.assert_outcomes(passed=6, failed=1, errors=3)
+    result.assert_outcomes(passed=7, failed=1, errors=3)
     output = result.stdout.str()
     # the namespace of the failed test was deleted (checked from inside by the next test)
     record = pytester.path / "record"
