@@ -15,6 +15,7 @@ import http.client
 import http.server
 import json
 import socket
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -237,6 +238,49 @@ def test_log_of_a_pod_on_a_node_kube_cannot_reach(chain: ChainHandle, ns: str) -
     expect(chain, f"{base}/on-down/log?follow=true&tailLines=3", 500, status_of(
         500, f'Get "https://127.0.0.1:{port}/containerLogs/{ns}/on-down/c?follow=true&tailLines=3": '
              f"dial tcp 127.0.0.1:{port}: connect: connection refused"))
+
+
+class _Kubelet(http.server.BaseHTTPRequestHandler):
+    """A kubelet's log endpoint over TLS: ``/containerLogs/<ns>/<pod>/<container>``."""
+
+    def do_GET(self) -> None:
+        if not self.path.startswith("/containerLogs/"):
+            self.send_error(404)
+            return
+        out = f"line 1\nline 2 from {self.path}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *_args: Any) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def kubelet(chain: ChainHandle) -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Kubelet)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(*chain.chain.pki.pair("apiserver"))
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield int(server.server_address[1])
+    server.shutdown()
+
+
+@pytest.mark.parametrize("version", KUBECTLS)
+def test_logs_streamed_from_a_kubelet(chain: ChainHandle, ns: str, kubelet: int, version: str) -> None:
+    with contextlib.suppress(AssertionError):
+        node(chain, "with-kubelet", [{"type": "InternalIP", "address": "127.0.0.1"}], kubelet_port=kubelet)
+    with contextlib.suppress(AssertionError):
+        pod(chain, "logged", node="with-kubelet")
+    code, headers, data = get(chain, f"/api/v1/namespaces/{ns}/pods/logged/log?tailLines=2&timestamps=1")
+    assert (code, headers["content-type"]) == (200, "text/plain")
+    assert data == f"line 1\nline 2 from /containerLogs/{ns}/logged/c?tailLines=2&timestamps=true\n".encode()
+    out = chain.kubectl("logs", "-n", ns, "logged", version=version)
+    assert out.stdout == f"line 1\nline 2 from /containerLogs/{ns}/logged/c\n"
 
 
 # --------------------------------------------------------------------------- exec, attach, portforward
