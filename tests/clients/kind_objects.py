@@ -81,12 +81,16 @@ def objects() -> list[dict[str, Any]]:
     return [_node(), *(_static_pod(c) for c in STATIC_COMPONENTS), _coredns_pod()]
 
 
-def running_status() -> dict[str, Any]:
-    """What the kubelet reports for a started pod: Running, with its conditions True."""
+NODE_IP = "172.18.0.2"
+
+
+def running_status(pod: dict[str, Any]) -> dict[str, Any]:
+    """What the kubelet reports for a started pod: Running, its conditions True, the node's IP as the pod's
+    for a host-network pod (the static control-plane pods) and one from the node's pod CIDR otherwise."""
     conditions = [{"type": t, "status": "True"} for t in
                   ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")]
-    return {"status": {"phase": "Running", "conditions": conditions, "hostIP": "172.18.0.2",
-                       "podIP": "10.244.0.2"}}
+    pod_ip = NODE_IP if pod["spec"].get("hostNetwork") else "10.244.0.2"
+    return {"status": {"phase": "Running", "conditions": conditions, "hostIP": NODE_IP, "podIP": pod_ip}}
 
 
 def create(kubectl: Callable[..., str]) -> list[str]:
@@ -98,5 +102,5 @@ def create(kubectl: Callable[..., str]) -> list[str]:
         made.append(f"{obj['kind'].lower()}/{name}")
         if obj["kind"] == "Pod":
             kubectl("patch", "pod", name, "-n", obj["metadata"]["namespace"], "--subresource=status",
-                    "--type=merge", "-p", orjson.dumps(running_status()).decode())
+                    "--type=merge", "-p", orjson.dumps(running_status(obj)).decode())
     return made
