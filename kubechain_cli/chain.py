@@ -232,7 +232,8 @@ class Chain:
         for i in range(self.replicas):
             self._spawn(self.replica_name("core-api", i),
                         [py, "-m", "coreapi", *listen["core-api"][i], "--advertise-port", str(self.port),
-                         "--root-ca-file", paths.ca, *delegates, *common,
+                         "--root-ca-file", paths.ca, "--service-account-signing-key-file", paths.sa_key,
+                         *delegates, *common,
                          *([] if self.controllers else ["--no-controllers"]),
                          *(arg for rc in self.runtime_config for arg in ("--runtime-config", rc))])
         members = [arg for service in BACKENDS for arg in ("--member", ",".join(self.replica_urls[service]))]
@@ -241,7 +242,7 @@ class Chain:
                         [py, "-m", "aggregator", "--secure-port", str(port), "--bind-address", "127.0.0.1",
                          "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", str(self.shutdown_delay),
                          "--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
-                         *members, *self._control_args()])
+                         "--service-account-key-file", paths.sa_pub, *members, *self._control_args()])
         self.write_kubeconfig()
         self.wait_ready(timeout)
 

@@ -31,9 +31,7 @@ _deselected: dict[str, list[str]] = {}
 # when the cause is fixed). By fixture: kubechain gaps, each with a regression test in
 # tests/integration/test_client_fidelity.py.
 KUBECHAIN_GAPS: dict[str, str] = {
-    # `kubectl create token pytest`: POST .../serviceaccounts/pytest/token answers 404 on kubechain.
-    "k8s_token": "kubechain gap: TokenRequest (serviceaccounts/token) is not served and ServiceAccount tokens "
-                 "are not authenticated (test_client_fidelity.py::test_token_request_*)",
+    # (none open: TokenRequest and ServiceAccount token authentication, the last one, are served now)
 }
 # By test: failures inside the client libraries, with no request sent (not kubechain's to fix).
 CLIENT_SIDE: dict[str, tuple[str, type[Exception]]] = {

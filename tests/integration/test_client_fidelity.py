@@ -60,14 +60,12 @@ def test_watch_from_an_objects_resource_version_starts_after_it(chain: ChainHand
     chain.json("DELETE", f"/api/v1/namespaces/{NS}/configmaps/{name}")
 
 
-@pytest.mark.xfail(strict=True, reason="kubechain does not serve TokenRequest (serviceaccounts/token) nor "
-                                       "authenticate ServiceAccount tokens; kr8s's k8s_token fixture needs both")
 def test_token_request_for_a_service_account_authenticates_as_it(chain: ChainHandle) -> None:
     """``kubectl create token pytest`` (kr8s's ``k8s_token`` fixture): POST a TokenRequest to the account's
     ``token`` subresource. kube-apiserver 1.33: 201 with ``status.token`` (a signed JWT) and
     ``status.expirationTimestamp``; the token then authenticates as ``system:serviceaccount:<ns>:<name>``
-    (kr8s's test_token asserts whoami). kubechain today: 404 NotFound ("the server could not find the
-    requested resource")."""
+    (kr8s's test_token asserts whoami). kubechain before TokenRequest was served: 404 NotFound ("the server
+    could not find the requested resource")."""
     name = f"sa-{uuid.uuid4().hex[:8]}"
     assert chain.json("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", {"metadata": {"name": name}})[0] == 201
     status, review = chain.json("POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{name}/token",
@@ -85,9 +83,9 @@ def test_token_request_for_a_service_account_authenticates_as_it(chain: ChainHan
 
 def test_token_request_for_a_missing_service_account_is_not_found(chain: ChainHandle) -> None:
     """Same request for an account that does not exist. kube-apiserver 1.33 (the token REST checks the
-    account first): 404 NotFound, ``serviceaccounts "<name>" not found``; kubechain's 404 today is the
-    generic one, so only the status and reason are pinned here."""
+    account first): 404 NotFound, ``serviceaccounts "<name>" not found``."""
     status, body = chain.json("POST", f"/api/v1/namespaces/{NS}/serviceaccounts/no-such-account/token",
                               {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
     assert status == 404
     assert body["kind"] == "Status" and body["reason"] == "NotFound" and body["code"] == 404
+    assert body["message"] == 'serviceaccounts "no-such-account" not found'

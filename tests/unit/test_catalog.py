@@ -35,7 +35,7 @@ from support.reference import DISCOVERY_DIR
 
 #: Subresources the catalog models; the reference's others (ephemeralcontainers, resize, token...) are not served.
 MODELLED_SUBRESOURCES = {"status", "scale", "approval", "finalize", "binding", "eviction",
-                         "attach", "exec", "log", "portforward", "proxy"}
+                         "attach", "exec", "log", "portforward", "proxy", "token"}
 
 #: Reference facts newer than 1.33, replaced by what 1.33 serves.
 #: HPA joined the "podautoscalers" category long after 1.33.

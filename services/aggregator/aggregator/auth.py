@@ -1,14 +1,23 @@
-"""Authentication at the gateway: client certificates (CN = user, O = groups) and static
-bearer tokens (``--token-auth-file``, kube-apiserver's CSV format). The result travels to the
-backends as ``X-Remote-User`` / ``X-Remote-Group`` / ``X-Remote-Extra-*``.
+"""Authentication at the gateway: client certificates (CN = user, O = groups), static bearer
+tokens (``--token-auth-file``, kube-apiserver's CSV format) and service account tokens (JWTs from
+TokenRequest, checked for signature, issuer, audience, expiry and that the account still exists
+with the uid the token names), in kube's order. The result travels to the backends as
+``X-Remote-User`` / ``X-Remote-Group`` / ``X-Remote-Extra-*``.
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import MutableMapping
+import re
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.user import UserInfo
 from genericapi.server.tls import peer_identity
 
@@ -28,9 +37,54 @@ def load_token_file(path: str) -> dict[str, UserInfo]:
     return tokens
 
 
+@dataclass
+class ServiceAccountTokens:
+    """``--service-account-key-file`` and friends: how a service account token is checked."""
+
+    keys: list[satoken.PublicKey]
+    issuers: list[str]
+    audiences: list[str]
+    #: (namespace, name) -> the account's uid, or None when it does not exist
+    account_uid: Callable[[str, str], str | None]
+
+    def authenticate(self, token: str) -> UserInfo | None:
+        if token.count(".") != 2:
+            return None  # not a JWT
+        try:
+            subject = satoken.verify(token, self.keys, issuers=self.issuers, audiences=self.audiences)
+        except satoken.TokenError:
+            return None
+        if self.account_uid(subject.namespace, subject.name) != subject.uid:
+            return None  # the account is gone, or was deleted and made again
+        return UserInfo(satoken.username(subject.namespace, subject.name),
+                        (*satoken.groups_of(subject.namespace), "system:authenticated"), subject.uid)
+
+
+def load_public_keys(path: str) -> list[satoken.PublicKey]:
+    """The PEM public keys (or certificates, or private keys) in a ``--service-account-key-file``."""
+    blocks = re.findall(rb"-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----", Path(path).read_bytes(), re.S)
+    if not blocks:
+        raise ValueError(f"{path}: no PEM key found")
+    return [_public_key(block) for block in blocks]
+
+
+def _public_key(pem: bytes) -> satoken.PublicKey:
+    if b"PRIVATE KEY" in pem:
+        private = serialization.load_pem_private_key(pem, None)
+        key = private.public_key()
+    elif b"CERTIFICATE" in pem:
+        key = x509.load_pem_x509_certificate(pem).public_key()
+    else:
+        key = serialization.load_pem_public_key(pem)
+    if not isinstance(key, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey)):
+        raise ValueError("service account keys must be EC or RSA keys")
+    return key
+
+
 class Authenticator:
-    def __init__(self, tokens: dict[str, UserInfo]) -> None:
+    def __init__(self, tokens: dict[str, UserInfo], service_accounts: ServiceAccountTokens | None = None) -> None:
         self.tokens = tokens
+        self.service_accounts = service_accounts
 
     def authenticate(self, scope: MutableMapping[str, Any]) -> UserInfo | None:
         identity = peer_identity(scope)
@@ -41,7 +95,10 @@ class Authenticator:
             if k == b"authorization":
                 text = v.decode("latin-1")
                 if text[:7].lower() == "bearer ":
-                    user = self.tokens.get(text[7:].strip())
+                    token = text[7:].strip()
+                    user = self.tokens.get(token)
                     if user is not None:
                         return UserInfo(user.name, (*user.groups, "system:authenticated"), user.uid)
+                    if self.service_accounts is not None:
+                        return self.service_accounts.authenticate(token)
         return None

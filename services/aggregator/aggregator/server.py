@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import orjson
 from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.server import metrics
@@ -34,8 +35,9 @@ from genericapi.server.tls import ClientCertProtocol
 from starlette.types import Message, Receive, Scope, Send
 
 from . import faults_http, masterlease, merged, openapi_merge
+from .accounts import ServiceAccountView
 from .apiservices.layer import APIServiceLayer, LayerConfig
-from .auth import Authenticator, load_token_file
+from .auth import Authenticator, ServiceAccountTokens, load_public_keys, load_token_file
 from .control import (
     ControlChannel,
     MemberDiscovery,
@@ -60,6 +62,10 @@ class GatewayConfig:
     cert_dir: str = ".kubechain/pki"
     members: list[list[str]] = field(default_factory=list)
     token_auth_file: str = ""
+    #: ``--service-account-key-file``: public keys of service account tokens ("" accepts none).
+    service_account_key_file: str = ""
+    service_account_issuer: str = satoken.DEFAULT_ISSUER
+    api_audiences: list[str] = field(default_factory=list)
     discovery_refresh: float = 10.0
     #: The shared etcd (APIServices, Services, EndpointSlices); "" serves no APIServices.
     etcd_servers: str = ""
@@ -366,6 +372,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--member", action="append", default=[],
                         help="a chain member, in order (core-api first); comma-separate replicas")
     parser.add_argument("--token-auth-file", default="")
+    parser.add_argument("--service-account-key-file", default="",
+                        help="PEM public keys that verify service account tokens (needs --etcd-servers: the "
+                             "account must still exist)")
+    parser.add_argument("--service-account-issuer", default=satoken.DEFAULT_ISSUER,
+                        help="the issuer service account tokens must name")
+    parser.add_argument("--api-audiences", default="",
+                        help="comma-separated audiences a token must name one of (default: the issuer)")
     parser.add_argument("--discovery-refresh", type=float, default=10.0)
     parser.add_argument("--shutdown-delay", type=float, default=1.0)
     parser.add_argument("--etcd-servers", default="",
@@ -390,6 +403,9 @@ def main(argv: list[str] | None = None) -> None:
     config.etcd_servers, config.etcd_prefix = args.etcd_servers, args.etcd_prefix
     config.apiservice_recheck = args.apiservice_recheck_interval
     config.member_grpc = member_grpc
+    config.service_account_key_file = args.service_account_key_file
+    config.service_account_issuer = args.service_account_issuer
+    config.api_audiences = [a for a in args.api_audiences.split(",") if a]
     run_forever(run(config, args.shutdown_delay))
 
 
@@ -419,6 +435,12 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             return routed and await apiservices.registration_complete()
 
         health.add("autoregister-completion", autoregister_completion, liveness=False)
+    accounts = None
+    if config.service_account_key_file and gateway.apiservices is not None:
+        accounts = ServiceAccountView(gateway.apiservices.server.etcd, config.etcd_prefix)
+        gateway.authenticator.service_accounts = ServiceAccountTokens(
+            load_public_keys(config.service_account_key_file), [config.service_account_issuer],
+            config.api_audiences or [config.service_account_issuer], accounts.uid)
 
     lease = masterlease.for_gateway(config.etcd_servers, config.etcd_prefix, config.bind_address,
                                     config.secure_port)  # default/kubernetes lists this gateway
@@ -426,11 +448,15 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     async def start() -> None:
         if gateway.apiservices is not None:
             await gateway.apiservices.start()
+        if accounts is not None:
+            await accounts.start()
         await gateway.start()
         if lease is not None:
             await lease.start()
 
     async def stop() -> None:
+        if accounts is not None:
+            await accounts.stop()
         if lease is not None:
             await lease.stop()
         await gateway.stop()

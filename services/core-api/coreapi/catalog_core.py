@@ -1,14 +1,15 @@
 """The core (legacy, ``/api/v1``) resources core-api serves, as Kubernetes 1.33 describes them.
 
 Only object-shaped resources with a stored schema are listed. Create-only endpoints
-(``bindings``, ``serviceaccounts/token``, ...) are not in this table; ``namespaces/finalize`` is
+(``bindings``, ...) are not in this table (``serviceaccounts/token`` is, as a subresource with its
+own kind, served by ``coreapi.tokenrequest``); ``namespaces/finalize`` is
 (PUT only, served by ``coreapi.namespaces``), and so are the connect subresources of pods, nodes
 and services (``catalog_connect``, served by ``coreapi.connect``).
 """
 
 from __future__ import annotations
 
-from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.apimachinery.resources import ResourceInfo, SubresourceSpec
 
 from coreapi.catalog_build import NAMESPACE_VERBS, builtin
 from coreapi.catalog_connect import (
@@ -90,7 +91,10 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         subresources=_STATUS,
     ),
     builtin("", "v1", "Secret", "secrets", namespaced=True),
-    builtin("", "v1", "ServiceAccount", "serviceaccounts", namespaced=True, short_names=("sa",)),
+    builtin("", "v1", "ServiceAccount", "serviceaccounts", namespaced=True, short_names=("sa",),
+            subresources=("token",),
+            subresource_specs=(SubresourceSpec("token", ("create",), group="authentication.k8s.io", version="v1",
+                                               kind="TokenRequest"),)),
     builtin(
         "",
         "v1",

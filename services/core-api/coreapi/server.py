@@ -8,6 +8,9 @@ import logging
 import sys
 from pathlib import Path
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.controllers.tasks import cancel_and_wait
@@ -15,7 +18,18 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from . import catalog, connect, conversion, kubernetes_endpoints, namespaces, nodeless, reviews, runtimeconfig, services
+from . import (
+    catalog,
+    connect,
+    conversion,
+    kubernetes_endpoints,
+    namespaces,
+    nodeless,
+    reviews,
+    runtimeconfig,
+    services,
+    tokenrequest,
+)
 from .admission import NamespaceLifecycle
 from .admission_priority import Priority
 from .admission_serviceaccount import ServiceAccount
@@ -61,7 +75,8 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
                  service_cidr: ServiceIPRange | None = None, node_ports: PortRange | None = None,
                  repair_interval: float = DEFAULT_INTERVAL,
                  ip_leak_grace: float = DEFAULT_IP_GRACE,
-                 runtime_config: dict[str, str] | None = None) -> GenericAPIServer:
+                 runtime_config: dict[str, str] | None = None,
+                 token_issuer: tokenrequest.TokenIssuer | None = None) -> GenericAPIServer:
     """core-api's server. ``runtime_config`` (``--runtime-config``, parsed) picks the served
     group-versions; a configuration kube would refuse raises ``RuntimeConfigError``."""
     enabled = runtimeconfig.enabled_versions(runtime_config or {}, available_group_versions(),
@@ -86,6 +101,10 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
             continue  # stores of their own (nodeless.install)
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
     nodeless.install(server, schemas)
+    if token_issuer is not None:  # kube serves TokenRequest only with a signing key
+        tokenrequest.install_token_request(server.by_resource[("", "serviceaccounts")],
+                                           {"pods": server.by_resource[("", "pods")],
+                                            "secrets": server.by_resource[("", "secrets")]}, token_issuer)
     connect.install(server)  # pods/log, pods/exec, */proxy, ...
     if controllers is not None:
         garbagecollector_policy.enable(server.stores)  # a garbage collector runs: honour propagation
@@ -183,7 +202,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runtime-config", action="append", default=[],
                         help="kube's key=value pairs enabling or disabling group-versions (api/all, api/ga, "
                              "api/beta, api/alpha, <group>/<version>); beta and alpha are off by default")
+    parser.add_argument("--service-account-signing-key-file", default="",
+                        help="PEM private key (EC or RSA) that signs service account tokens; without it "
+                             "serviceaccounts/token is not served")
+    parser.add_argument("--service-account-issuer", default=satoken.DEFAULT_ISSUER,
+                        help="the iss claim of issued service account tokens")
+    parser.add_argument("--api-audiences", default="",
+                        help="comma-separated default audiences of issued tokens (default: the issuer)")
+    parser.add_argument("--service-account-max-token-expiration", type=int, default=0,
+                        help="the longest a requested token may live, in seconds (0: no cap)")
     args = parser.parse_args(argv)
+    token_issuer = None
+    if args.service_account_signing_key_file:
+        key = serialization.load_pem_private_key(Path(args.service_account_signing_key_file).read_bytes(), None)
+        if not isinstance(key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
+            parser.error("--service-account-signing-key-file: an EC or RSA private key is required")
+        audiences = [a for a in args.api_audiences.split(",") if a] or [args.service_account_issuer]
+        token_issuer = tokenrequest.TokenIssuer(key, args.service_account_issuer, audiences,
+                                                args.service_account_max_token_expiration)
     try:
         service_cidr = ServiceIPRange.parse(args.service_cluster_ip_range)
         node_ports = PortRange.parse(args.service_node_port_range)
@@ -198,7 +234,8 @@ def main(argv: list[str] | None = None) -> None:
                               controllers=options, service_cidr=service_cidr, node_ports=node_ports,
                               repair_interval=args.allocation_repair_interval,
                               ip_leak_grace=args.ipaddress_leak_grace_period,
-                              runtime_config=runtimeconfig.parse(args.runtime_config))
+                              runtime_config=runtimeconfig.parse(args.runtime_config),
+                              token_issuer=token_issuer)
     except runtimeconfig.RuntimeConfigError as err:
         print(f"Error: {err}", file=sys.stderr)  # kube-apiserver's start-up failure
         sys.exit(1)

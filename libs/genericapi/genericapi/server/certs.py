@@ -43,6 +43,16 @@ class CertPaths:
     def pair(self, name: str) -> tuple[str, str]:
         return self.file(f"{name}.crt"), self.file(f"{name}.key")
 
+    @property
+    def sa_key(self) -> str:
+        """The service account token signing key (kubeadm's ``sa.key``)."""
+        return self.file("sa.key")
+
+    @property
+    def sa_pub(self) -> str:
+        """Its public half, which whoever checks tokens reads (``sa.pub``)."""
+        return self.file("sa.pub")
+
 
 def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
@@ -141,4 +151,9 @@ def ensure_certificates(directory: str | Path, extra_sans: Sequence[str] = ()) -
     issue("backend", _name("kubechain-backend"), server=True, client=False)
     issue("front-proxy-client", _name("front-proxy-client"), server=False, client=True)
     issue("admin", _name("kubernetes-admin", ("system:masters",)), server=False, client=True)
+    if not os.path.exists(paths.sa_key):
+        sa_key = _key()
+        _write(paths.sa_pub, sa_key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                              serialization.PublicFormat.SubjectPublicKeyInfo))
+        _write(paths.sa_key, _pem_key(sa_key), private=True)
     return paths
