@@ -96,3 +96,32 @@ def test_bound_tokens_and_foreign_tokens(chain: ChainHandle) -> None:
     assert nothing.returncode != 0 and 'secrets "nothing" not found' in nothing.stderr
     for forged in ("not-a-token", token[:-4] + "AAAA", token.split(".")[0] + ".e30." + token.split(".")[2]):
         assert whoami(chain, forged)[0] == 401
+
+
+def review(chain: ChainHandle, token: str, audiences: list[str] | None = None) -> tuple[int, Any]:
+    spec: dict[str, Any] = {"token": token}
+    if audiences is not None:
+        spec["audiences"] = audiences
+    return chain.json("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                      {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec})
+
+
+def test_token_review_tells_whose_token_it_is(chain: ChainHandle) -> None:
+    chain.kubectl("create", "serviceaccount", "reviewed")
+    token = chain.kubectl("create", "token", "reviewed").stdout.strip()
+    status, body = review(chain, token)
+    assert status == 201, body
+    assert body["status"]["authenticated"] is True
+    assert body["status"]["user"]["username"] == f"system:serviceaccount:{NS}:reviewed"
+    assert body["status"]["audiences"] == ["https://kubernetes.default.svc.cluster.local"]
+    status, body = review(chain, token, audiences=["someone-else"])
+    assert status == 201 and body["status"]["authenticated"] is False and body["status"]["error"]
+    status, body = review(chain, "garbage")
+    assert status == 201 and body["status"] == {"user": {}, "authenticated": False,
+                                                "error": body["status"]["error"]}
+    chain.kubectl("delete", "serviceaccount", "reviewed")
+    status, body = review(chain, token)
+    assert body["status"]["authenticated"] is False
+    status, body = chain.json("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                              {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {}})
+    assert status == 400 and body["message"] == "token is required for TokenReview in authentication"

@@ -29,6 +29,7 @@ from . import (
     runtimeconfig,
     services,
     tokenrequest,
+    tokenreviews,
 )
 from .admission import NamespaceLifecycle
 from .admission_priority import Priority
@@ -114,6 +115,9 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     services.install_allocation(service_store, allocator)
     install_repair(server, AllocationRepair(service_store, allocator, interval=repair_interval,
                                             ip_grace=ip_leak_grace))  # its first pass before bootstrap
+    server.add_store(tokenreviews.TokenReviewStore(
+        tokenreviews.TOKEN_REVIEW, strategy_for(tokenreviews.TOKEN_REVIEW, schemas), server.etcd,
+        f"{prefix}/tokenreviews", server.by_resource[("", "serviceaccounts")], token_issuer))
     for review in reviews.SELF_SUBJECT_REVIEWS:
         server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
                                                         f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
@@ -140,7 +144,7 @@ OTHER_LINKS_GROUPS = ("apiextensions.k8s.io", "apiregistration.k8s.io")
 
 def available_group_versions() -> list[catalog.GroupVersion]:
     """Every group-version core-api has resources for (the catalog's and SelfSubjectReview's)."""
-    extra = [(r.group, r.version) for r in reviews.SELF_SUBJECT_REVIEWS]
+    extra = [(r.group, r.version) for r in (*reviews.SELF_SUBJECT_REVIEWS, tokenreviews.TOKEN_REVIEW)]
     return list(dict.fromkeys([*catalog.served_group_versions(), *extra]))
 
 
