@@ -217,3 +217,18 @@ def test_sigterm_drains_the_gateway(own_chain: Chain) -> None:
     assert watch.error is None, f"the watch broke instead of ending: {watch.error!r}"
     assert gateway.wait(DEADLINE) == 0
     assert time.monotonic() - sent_at < DEADLINE
+
+
+def test_an_idle_keep_alive_connection_does_not_hold_the_gateways_stop(own_chain: Chain) -> None:
+    """A pooled client connection left idle (every client library keeps one) is dropped at once,
+    as Go's server closes idle connections; it used to hold the stop for the whole 10 s grace."""
+    chain = own_chain
+    idle = http.client.HTTPSConnection("127.0.0.1", chain.port, context=chain.ssl_context(), timeout=30)
+    idle.request("GET", "/api/v1/namespaces")
+    idle.getresponse().read()
+    gateway = chain.processes["aggregator"]
+    sent_at = time.monotonic()
+    gateway.send_signal(signal.SIGTERM)
+    assert gateway.wait(DEADLINE) == 0
+    assert time.monotonic() - sent_at < SHUTDOWN_DELAY + 3, time.monotonic() - sent_at
+    idle.close()

@@ -20,6 +20,15 @@ class ClientCertProtocol(HttpToolsProtocol):
         ssl_object = transport.get_extra_info("ssl_object")
         self._peer = ssl_object.getpeercert() if ssl_object is not None else None
 
+    def shutdown(self) -> None:
+        """On graceful stop an idle keep-alive connection is dropped at once, as Go's server closes
+        idle connections. A TLS close would wait for the client's close_notify, which an idle pooled
+        client never sends: the whole stop then waited out its 10 s grace."""
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.abort()
+        else:
+            super().shutdown()
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         if self._peer:
