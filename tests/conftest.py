@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.procs import ChainHandle, EtcdServer
+from support.procs import ChainHandle, EtcdServer, start_chain
 
 from kubechain_cli.chain import Chain, free_port
 
@@ -22,12 +22,5 @@ def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainHandle]:
     data: Path = tmp_path_factory.mktemp("chain")
     c = Chain(data, port=free_port(), bookmark_interval=1.0, watch_cache_size=200)
-    try:
-        c.start(timeout=60)
-    except Exception:
-        c.stop()
-        for log in sorted((data / "logs").glob("*.log")):
-            print(f"== {log.name}\n{log.read_text()[-4000:]}")
-        raise
-    yield ChainHandle(c)
+    yield start_chain(c)
     c.stop()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from aggregator.masterlease import MasterLease
-from support.procs import ChainHandle, kubectl_binary
+from support.procs import ChainHandle, kubectl_params
 
 pytestmark = pytest.mark.integration
 
@@ -23,16 +23,7 @@ EP = "/api/v1/namespaces/default/endpoints/kubernetes"
 SLICE = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes"
 
 
-def _have(version: str) -> bool:
-    try:
-        kubectl_binary(version)
-    except RuntimeError:
-        return False
-    return True
-
-
-KUBECTLS = [pytest.param(v, marks=pytest.mark.skipif(not _have(v), reason=f"no kubectl.{v}"))
-            for v in ("1.27", "1.33")]
+KUBECTLS = kubectl_params("1.27", "1.33")
 
 
 def wait_for(fetch: Callable[[], Any], want: Callable[[Any], bool], timeout: float = 20.0) -> Any:

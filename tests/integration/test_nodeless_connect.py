@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.procs import ChainHandle, kubectl_binary
+from support.procs import ChainHandle, kubectl_params
 from support.reference import DISCOVERY_DIR
 
 pytestmark = pytest.mark.integration
@@ -30,16 +30,7 @@ pytestmark = pytest.mark.integration
 NS = "connect"
 
 
-def _have(version: str) -> bool:
-    try:
-        kubectl_binary(version)
-    except RuntimeError:
-        return False
-    return True
-
-
-KUBECTLS = [pytest.param(v, marks=pytest.mark.skipif(not _have(v), reason=f"no kubectl.{v}"))
-            for v in ("1.27", "1.33")]
+KUBECTLS = kubectl_params("1.27", "1.33")
 
 
 def status_of(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> dict[str, Any]:

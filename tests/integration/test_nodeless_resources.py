@@ -11,22 +11,14 @@ import json
 from typing import Any
 
 import pytest
-from support.procs import ChainHandle, kubectl_binary
+from support.procs import ChainHandle, kubectl_params
 
 pytestmark = pytest.mark.integration
 
 VERSIONS = ["1.27", "1.33"]
 
 
-def _have(version: str) -> bool:
-    try:
-        kubectl_binary(version)
-    except RuntimeError:
-        return False
-    return True
-
-
-KUBECTLS = [pytest.param(v, marks=pytest.mark.skipif(not _have(v), reason=f"no kubectl.{v}")) for v in VERSIONS]
+KUBECTLS = kubectl_params(*VERSIONS)
 
 
 def pods_path(ns: str, name: str = "", sub: str = "") -> str:

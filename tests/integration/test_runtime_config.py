@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.procs import ChainHandle, kubectl_binary
+from support.procs import ChainHandle, have_kubectl, kubectl_params, start_chain
 
 from kubechain_cli.chain import Chain, free_port
 
@@ -20,16 +20,7 @@ pytestmark = pytest.mark.integration
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
-def _have(version: str) -> bool:
-    try:
-        kubectl_binary(version)
-    except RuntimeError:
-        return False
-    return True
-
-
-KUBECTLS = [pytest.param(v, marks=pytest.mark.skipif(not _have(v), reason=f"no kubectl.{v}"))
-            for v in ("1.27", "1.33")]
+KUBECTLS = kubectl_params("1.27", "1.33")
 SSR = {"apiVersion": "authentication.k8s.io/v1beta1", "kind": "SelfSubjectReview"}
 
 
@@ -38,14 +29,7 @@ def configured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainHandle
     data: Path = tmp_path_factory.mktemp("runtime-config")
     c = Chain(data, port=free_port(), runtime_config=["authentication.k8s.io/v1beta1=true,api/alpha=true",
                                                        "batch/v1=false"])
-    try:
-        c.start(timeout=60)
-    except Exception:
-        c.stop()
-        for log in sorted((data / "logs").glob("*.log")):
-            print(f"== {log.name}\n{log.read_text()[-4000:]}")
-        raise
-    yield ChainHandle(c)
+    yield start_chain(c)
     c.stop()
 
 
@@ -63,7 +47,7 @@ def test_defaults_leave_beta_off(chain: ChainHandle) -> None:
     assert (status, body["apiVersion"]) == (201, "authentication.k8s.io/v1")
 
 
-@pytest.mark.skipif(not _have("1.27"), reason="no kubectl.1.27")
+@pytest.mark.skipif(not have_kubectl("1.27"), reason="no kubectl.1.27")
 def test_kubectl_127_whoami_needs_the_beta(chain: ChainHandle) -> None:
     out = chain.kubectl("auth", "whoami", version="1.27", check=False)
     assert out.returncode == 1

@@ -68,6 +68,34 @@ def kubectl_binary(version: str = "") -> str:
     return str(path)
 
 
+def have_kubectl(version: str) -> bool:
+    try:
+        kubectl_binary(version)
+    except RuntimeError:
+        return False
+    return True
+
+
+def kubectl_params(*versions: str) -> list[Any]:
+    """``pytest.param`` per kubectl minor version, each skipped (with the reason) where it is missing."""
+    import pytest
+
+    return [pytest.param(v, marks=pytest.mark.skipif(not have_kubectl(v), reason=f"no kubectl.{v}"))
+            for v in versions]
+
+
+def start_chain(chain: Chain, timeout: float = 60) -> ChainHandle:
+    """Start ``chain``; on failure stop it and print the tail of every process log."""
+    try:
+        chain.start(timeout=timeout)
+    except Exception:
+        chain.stop()
+        for log in sorted((chain.data_dir / "logs").glob("*.log")):
+            print(f"== {log.name}\n{log.read_text()[-4000:]}")
+        raise
+    return ChainHandle(chain)
+
+
 @dataclass
 class ChainHandle:
     chain: Chain
