@@ -110,6 +110,8 @@ class Chain:
     #: Encryption at rest (``--encryption-provider-config``): "" writes and uses a default file in the
     #: data dir (Secrets with a fresh aescbc key, kept), "none" encrypts nothing, else a file of yours.
     encryption_config: str = ""
+    #: ``--authorization-mode`` of the gateway and core-api: RBAC, as a kubeadm cluster, or AlwaysAllow.
+    authorization_mode: str = "RBAC"
     #: Run core-api's controllers (namespace, serviceaccount, GC, ...); off is envtest's bare API server.
     controllers: bool = True
     #: kube's ``--runtime-config`` values for core-api (``authentication.k8s.io/v1beta1=true``, ``api/beta=true``).
@@ -233,6 +235,7 @@ class Chain:
             self._spawn(self.replica_name("core-api", i),
                         [py, "-m", "coreapi", *listen["core-api"][i], "--advertise-port", str(self.port),
                          "--root-ca-file", paths.ca, "--service-account-signing-key-file", paths.sa_key,
+                         "--authorization-mode", self.authorization_mode,
                          *delegates, *common,
                          *([] if self.controllers else ["--no-controllers"]),
                          *(arg for rc in self.runtime_config for arg in ("--runtime-config", rc))])
@@ -242,7 +245,8 @@ class Chain:
                         [py, "-m", "aggregator", "--secure-port", str(port), "--bind-address", "127.0.0.1",
                          "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", str(self.shutdown_delay),
                          "--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
-                         "--service-account-key-file", paths.sa_pub, *members, *self._control_args()])
+                         "--service-account-key-file", paths.sa_pub, "--authorization-mode", self.authorization_mode,
+                         *members, *self._control_args()])
         self.write_kubeconfig()
         self.wait_ready(timeout)
 

@@ -44,10 +44,14 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--runtime-config", action="append", default=[],
                     help="kube-apiserver's --runtime-config for core-api (e.g. authentication.k8s.io/v1beta1=true, "
                          "api/beta=true); repeatable")
+    up.add_argument("--authorization-mode", default="RBAC", choices=("RBAC", "AlwaysAllow"),
+                    help="RBAC (the default, as a kubeadm cluster: system:masters may do anything, everyone "
+                         "else what their bindings grant) or AlwaysAllow (every user may do everything)")
     args = parser.parse_args(argv)
     chain = Chain(Path(args.data_dir).resolve(), port=args.port, etcd_endpoints=args.etcd_endpoints,
                   etcd_prefix=args.etcd_prefix, replicas=args.replicas,
-                  encryption_config=args.encryption_provider_config, runtime_config=args.runtime_config)
+                  encryption_config=args.encryption_provider_config, runtime_config=args.runtime_config,
+                  authorization_mode=args.authorization_mode)
     stopping = False
 
     def on_signal(_sig: int, _frame: object) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+import time
 import uuid
 from typing import Any
 
@@ -50,8 +51,24 @@ def test_kubectl_create_token_authenticates_as_the_account(chain: ChainHandle, v
     assert user["groups"] == ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"]
     uid = chain.kubectl("get", "serviceaccount", name, "-o", "jsonpath={.metadata.uid}").stdout
     assert user["uid"] == uid
-    listed = as_token(chain, token, "get", "configmaps", "-n", NS, "-o", "name", version=version)
+    # RBAC: nothing is granted to a new account; a RoleBinding grants exactly its Role, in its namespace.
+    refused = as_token(chain, token, "get", "configmaps", "-n", NS, version=version)
+    assert refused.returncode != 0
+    assert (f'configmaps is forbidden: User "system:serviceaccount:{NS}:{name}" cannot list resource '
+            f'"configmaps" in API group "" in the namespace "{NS}"') in refused.stderr
+    chain.kubectl("create", "role", f"{name}-read", "--verb=get,list", "--resource=configmaps")
+    chain.kubectl("create", "rolebinding", f"{name}-read", f"--role={name}-read", f"--serviceaccount={NS}:{name}")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        listed = as_token(chain, token, "get", "configmaps", "-n", NS, "-o", "name", version=version)
+        if listed.returncode == 0:
+            break
+        time.sleep(0.2)
     assert listed.returncode == 0, listed.stderr
+    other = as_token(chain, token, "get", "configmaps", "-n", "kube-system", version=version)
+    assert other.returncode != 0 and 'in the namespace "kube-system"' in other.stderr
+    deleting = as_token(chain, token, "delete", "configmap", "kube-root-ca.crt", "-n", NS, version=version)
+    assert deleting.returncode != 0 and "cannot delete resource" in deleting.stderr
 
     # The account goes: its tokens stop working at once; a namesake does not inherit them.
     chain.kubectl("delete", "serviceaccount", name)

@@ -22,8 +22,12 @@ import aiohttp
 import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import serviceaccount as satoken
+from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, PrivilegedGroups, Union, forbidden
+from genericapi.apimachinery.rbac import RBACAuthorizer
 from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
+from genericapi.apimachinery.user import UserInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
+from genericapi.registry.rbacview import RBACView
 from genericapi.server import metrics
 from genericapi.server.apiserver import client_ssl_context
 from genericapi.server.app import Dispatcher, build_app, run_forever, serve
@@ -62,6 +66,7 @@ class GatewayConfig:
     cert_dir: str = ".kubechain/pki"
     members: list[list[str]] = field(default_factory=list)
     token_auth_file: str = ""
+    authorization_mode: str = "AlwaysAllow"
     #: ``--service-account-key-file``: public keys of service account tokens ("" accepts none).
     service_account_key_file: str = ""
     service_account_issuer: str = satoken.DEFAULT_ISSUER
@@ -96,6 +101,8 @@ class Gateway:
         self.apiservices: APIServiceLayer | None = None
         #: Fault rules (faults.py): none until the admin adds some at faults_http.ADMIN_PATH.
         self.faults = FaultInjector()
+        #: ``--authorization-mode``: None is AlwaysAllow (no check at all on the hot path).
+        self.authorizer: Authorizer | None = None
 
     def _pick(self, scope: Scope) -> list[str]:
         """The member's replicas in the order to try them: those serving (per the control
@@ -126,10 +133,16 @@ class Gateway:
         if faults_http.is_admin_path(scope["path"]):
             await faults_http.serve_admin(self.faults, scope, receive, send, user)
             return
+        info = request_info(scope)
+        if self.authorizer is not None:
+            attributes = authorization_attributes(scope, info, user)
+            decision, reason = await self.authorizer.authorize(attributes)
+            if decision is not Decision.ALLOW:
+                await _send_status(send, forbidden(attributes, reason))
+                return
         if scope["method"] in ("GET", "HEAD") and (len(self.config.members) > 1 or self.control is not None) \
                 and scope["path"].rstrip("/") in MERGED_PATHS and await self._merged(scope, send):
             return
-        info = request_info(scope)
         labels = request_labels(scope, info)
         plan = self.faults.plan(info, user) if self.faults.rules and info is not None else None
         code = 0
@@ -340,6 +353,17 @@ def request_info(scope: Scope) -> RequestInfo | None:
     return info
 
 
+def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserInfo) -> Attributes:
+    """What the authorizer is asked, from the one RequestInfo (a path kube cannot read as a resource
+    is asked as a non-resource request)."""
+    if info is None or not info.is_resource_request:
+        verb = info.verb if info is not None else scope["method"].lower()
+        return Attributes(user, verb, False, path=scope["path"])
+    return Attributes(user, info.verb, True, namespace=info.namespace, api_group=info.api_group,
+                      api_version=info.api_version, resource=info.resource, subresource=info.subresource,
+                      name=info.name, path=scope["path"])
+
+
 def request_labels(scope: Scope, info: RequestInfo | None) -> tuple[str, str, str, str, str]:
     """(verb, group, version, resource, subresource) of a request, as kube's request metrics label it."""
     if info is None:
@@ -372,6 +396,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--member", action="append", default=[],
                         help="a chain member, in order (core-api first); comma-separate replicas")
     parser.add_argument("--token-auth-file", default="")
+    parser.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
+                        help="who may do what: everyone everything (kube-apiserver's own default), or RBAC "
+                             "(system:masters may do anything; needs --etcd-servers)")
     parser.add_argument("--service-account-key-file", default="",
                         help="PEM public keys that verify service account tokens (needs --etcd-servers: the "
                              "account must still exist)")
@@ -403,6 +430,7 @@ def main(argv: list[str] | None = None) -> None:
     config.etcd_servers, config.etcd_prefix = args.etcd_servers, args.etcd_prefix
     config.apiservice_recheck = args.apiservice_recheck_interval
     config.member_grpc = member_grpc
+    config.authorization_mode = args.authorization_mode
     config.service_account_key_file = args.service_account_key_file
     config.service_account_issuer = args.service_account_issuer
     config.api_audiences = [a for a in args.api_audiences.split(",") if a]
@@ -435,6 +463,18 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             return routed and await apiservices.registration_complete()
 
         health.add("autoregister-completion", autoregister_completion, liveness=False)
+    rbac = None
+    if config.authorization_mode == "RBAC":
+        if gateway.apiservices is None:
+            raise SystemExit("--authorization-mode=RBAC needs --etcd-servers (roles and bindings are read there)")
+        rbac = RBACView(gateway.apiservices.server.etcd, config.etcd_prefix)
+        gateway.authorizer = Union(PrivilegedGroups("system:masters"), RBACAuthorizer(rbac))
+        rbac_view = rbac
+
+        async def rbac_synced() -> bool:
+            return rbac_view.ready
+
+        health.add("informer-sync", rbac_synced, liveness=False)
     accounts = None
     if config.service_account_key_file and gateway.apiservices is not None:
         accounts = ServiceAccountView(gateway.apiservices.server.etcd, config.etcd_prefix)
@@ -450,6 +490,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await gateway.apiservices.start()
         if accounts is not None:
             await accounts.start()
+        if rbac is not None:
+            await rbac.start()
         await gateway.start()
         if lease is not None:
             await lease.start()
@@ -457,6 +499,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     async def stop() -> None:
         if accounts is not None:
             await accounts.stop()
+        if rbac is not None:
+            await rbac.stop()
         if lease is not None:
             await lease.stop()
         await gateway.stop()

@@ -11,10 +11,13 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from genericapi.apimachinery import serviceaccount as satoken
+from genericapi.apimachinery.authorization import AlwaysAllow, Authorizer, PrivilegedGroups, Union
+from genericapi.apimachinery.rbac import RBACAuthorizer
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.controllers.tasks import cancel_and_wait
 from genericapi.registry.codec import JsonCodec
+from genericapi.registry.rbacview import RBACView
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
@@ -77,7 +80,8 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
                  repair_interval: float = DEFAULT_INTERVAL,
                  ip_leak_grace: float = DEFAULT_IP_GRACE,
                  runtime_config: dict[str, str] | None = None,
-                 token_issuer: tokenrequest.TokenIssuer | None = None) -> GenericAPIServer:
+                 token_issuer: tokenrequest.TokenIssuer | None = None,
+                 authorization_mode: str = "AlwaysAllow") -> GenericAPIServer:
     """core-api's server. ``runtime_config`` (``--runtime-config``, parsed) picks the served
     group-versions; a configuration kube would refuse raises ``RuntimeConfigError``."""
     enabled = runtimeconfig.enabled_versions(runtime_config or {}, available_group_versions(),
@@ -101,7 +105,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
         if (info.group, info.plural) in NODELESS_KEYS:
             continue  # stores of their own (nodeless.install)
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
-    nodeless.install(server, schemas)
+    nodeless.install(server, schemas, authorizer_for(server, authorization_mode))
     if token_issuer is not None:  # kube serves TokenRequest only with a signing key
         tokenrequest.install_token_request(server.by_resource[("", "serviceaccounts")],
                                            {"pods": server.by_resource[("", "pods")],
@@ -168,6 +172,24 @@ def hide_disabled(server: GenericAPIServer, enabled: set[catalog.GroupVersion]) 
     server.pre_shutdown.append(stop)
 
 
+def authorizer_for(server: GenericAPIServer, mode: str) -> Authorizer:
+    """What the access reviews ask: RBAC (system:masters first, roles from watch caches, started
+    before the server is ready) or AlwaysAllow."""
+    if mode != "RBAC":
+        return AlwaysAllow()
+    view = RBACView(server.etcd, server.config.etcd_prefix)
+
+    async def start(_s: GenericAPIServer) -> None:
+        await view.start()
+
+    async def stop(_s: GenericAPIServer) -> None:
+        await view.stop()
+
+    server.post_start.insert(0, start)
+    server.pre_shutdown.append(stop)
+    return Union(PrivilegedGroups("system:masters"), RBACAuthorizer(view))
+
+
 def install_repair(server: GenericAPIServer, repair: AllocationRepair) -> None:
     """A first pass once the stores run, then the loop in the background (every replica runs
     it, as kube-apiserver's); cancelled first on shutdown."""
@@ -206,6 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runtime-config", action="append", default=[],
                         help="kube's key=value pairs enabling or disabling group-versions (api/all, api/ga, "
                              "api/beta, api/alpha, <group>/<version>); beta and alpha are off by default")
+    parser.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
+                        help="the authorizer the access reviews ask (the gateway enforces the same mode)")
     parser.add_argument("--service-account-signing-key-file", default="",
                         help="PEM private key (EC or RSA) that signs service account tokens; without it "
                              "serviceaccounts/token is not served")
@@ -239,7 +263,7 @@ def main(argv: list[str] | None = None) -> None:
                               repair_interval=args.allocation_repair_interval,
                               ip_leak_grace=args.ipaddress_leak_grace_period,
                               runtime_config=runtimeconfig.parse(args.runtime_config),
-                              token_issuer=token_issuer)
+                              token_issuer=token_issuer, authorization_mode=args.authorization_mode)
     except runtimeconfig.RuntimeConfigError as err:
         print(f"Error: {err}", file=sys.stderr)  # kube-apiserver's start-up failure
         sys.exit(1)
