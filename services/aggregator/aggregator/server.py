@@ -38,7 +38,7 @@ from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
 from starlette.types import Message, Receive, Scope, Send
 
-from . import faults_http, masterlease, merged, openapi_merge
+from . import faults_http, impersonation, masterlease, merged, openapi_merge
 from .accounts import ServiceAccountView
 from .apiservices.layer import APIServiceLayer, LayerConfig
 from .auth import Authenticator, ServiceAccountTokens, load_public_keys, load_token_file
@@ -129,6 +129,13 @@ class Gateway:
         if user is None:
             await _send_status(send, apierrors.unauthorized())
             return
+        asked = impersonation.requested(scope["headers"])
+        if asked:
+            try:
+                user = await impersonation.impersonate(user, asked, self.authorizer)
+            except apierrors.APIError as err:
+                await _send_status(send, err)
+                return
         scope["kubechain.user"] = user
         if faults_http.is_admin_path(scope["path"]):
             await faults_http.serve_admin(self.faults, scope, receive, send, user)

@@ -59,7 +59,8 @@ def _forward_headers(scope: Scope, extra: Iterable[tuple[str, str]],
     headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
     named = {t.strip().lower() for k, v in headers if k == "connection" for t in v.split(",") if t.strip()}
     out = [(k, v) for k, v in headers
-           if k not in REQUEST_OWN and k not in named and k not in drop and not k.startswith("x-remote-")]
+           if k not in REQUEST_OWN and k not in named and k not in drop
+           and not k.startswith(("x-remote-", "impersonate-"))]
     out.extend(extra)
     return out
 
