@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import userconfig
 from .chain import Chain
 from .supervisor import Supervisor
 
@@ -47,7 +48,11 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--authorization-mode", default="RBAC", choices=("RBAC", "AlwaysAllow"),
                     help="RBAC (the default, as a kubeadm cluster: system:masters may do anything, everyone "
                          "else what their bindings grant) or AlwaysAllow (every user may do everything)")
+    userconfig.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "kubeconfig":
+        userconfig.run(args)
+        return
     chain = Chain(Path(args.data_dir).resolve(), port=args.port, etcd_endpoints=args.etcd_endpoints,
                   etcd_prefix=args.etcd_prefix, replicas=args.replicas,
                   encryption_config=args.encryption_provider_config, runtime_config=args.runtime_config,

@@ -157,3 +157,22 @@ def ensure_certificates(directory: str | Path, extra_sans: Sequence[str] = ()) -
                                                               serialization.PublicFormat.SubjectPublicKeyInfo))
         _write(paths.sa_key, _pem_key(sa_key), private=True)
     return paths
+
+
+def issue_client_certificate(directory: str | Path, user: str, groups: Sequence[str] = (),
+                             days: int = 365) -> tuple[bytes, bytes]:
+    """A client certificate (CN = user, O = groups) and its key, signed by the CA in ``directory``:
+    what ``kubeadm kubeconfig user`` issues. PEM bytes; nothing is written."""
+    paths = CertPaths(Path(directory))
+    ca_key = serialization.load_pem_private_key(Path(paths.ca_key).read_bytes(), None)
+    ca_cert = x509.load_pem_x509_certificate(Path(paths.ca).read_bytes())
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = _key()
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    cert = (x509.CertificateBuilder().subject_name(_name(user, tuple(groups))).issuer_name(ca_cert.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=days))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
