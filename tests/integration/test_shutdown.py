@@ -232,3 +232,28 @@ def test_an_idle_keep_alive_connection_does_not_hold_the_gateways_stop(own_chain
     assert gateway.wait(DEADLINE) == 0
     assert time.monotonic() - sent_at < SHUTDOWN_DELAY + 3, time.monotonic() - sent_at
     idle.close()
+
+
+def test_sigterm_while_a_service_waits_for_etcd_stops_it_at_once(tmp_path: Path) -> None:
+    """A service still starting (here: no etcd to wait for) stops on SIGTERM at once; uvicorn alone
+    would only look at the signal once start-up ended."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "coreapi", "--etcd-servers", "http://127.0.0.1:1",
+                             "--bind-unix-socket", str(tmp_path / "core.sock")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:  # until it is in start-up proper
+            line = proc.stdout.readline()
+            if "waiting for etcd" in line or not line:
+                break
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert time.monotonic() - sent < 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -143,7 +143,7 @@ def test_sigterm_while_starting_stops_at_once(tmp_path: Path) -> None:
         time.sleep(0.05)  # until every child is started (and none is ready yet)
     proc.send_signal(signal.SIGTERM)
     try:
-        out, _ = proc.communicate(timeout=20)
+        out, _ = proc.communicate(timeout=40)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import io
 import logging
+import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any
@@ -142,6 +143,11 @@ async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
     stopping = asyncio.Event()
 
     def on_signal() -> None:
+        if not server.started:
+            # Still starting (waiting for etcd, running post-start hooks): nothing is served or in
+            # flight yet, and uvicorn would only look at the request once start-up ended.
+            log.warning("stopping before start-up finished")
+            os._exit(0)
         if stopping.is_set():
             server.force_exit = True
         stopping.set()
