@@ -45,6 +45,9 @@ from .catalog_nodeless import NODELESS_KEYS
 from .controllers import garbagecollector_policy
 from .controllers.manager import ControllerOptions
 from .controllers.manager import install as install_controllers
+from .rbac_bootstrap import HOOK_NAME as RBAC_HOOK_NAME
+from .rbac_bootstrap import ensure_rbac_defaults
+from .rbac_policy import RBAC_GROUP
 from .strategies import strategy_for
 
 log = logging.getLogger(__name__)
@@ -135,6 +138,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
                          or st.info.group == ""}, secure_port=secure_port, service_cidr=service_cidr)
 
     server.post_start.append(run_bootstrap)
+    install_rbac_bootstrap(server)  # after bootstrap: the namespaced Roles live in kube-system and kube-public
     kubernetes_endpoints.install(server, secure_port)  # after bootstrap: the Service's endpoints from the master leases
     if controllers is not None:
         install_controllers(server, controllers)
@@ -188,6 +192,22 @@ def authorizer_for(server: GenericAPIServer, mode: str) -> Authorizer:
     server.post_start.insert(0, start)
     server.pre_shutdown.append(stop)
     return Union(PrivilegedGroups("system:masters"), RBACAuthorizer(view))
+
+
+def install_rbac_bootstrap(server: GenericAPIServer) -> None:
+    """kube's ``rbac/bootstrap-roles`` post-start hook, with its named readiness check."""
+    done = asyncio.Event()
+
+    async def run(s: GenericAPIServer) -> None:
+        await ensure_rbac_defaults({(st.info.group, st.info.plural): st for st in s.stores
+                                    if st.info.group == RBAC_GROUP})
+        done.set()
+
+    async def finished() -> bool:
+        return done.is_set()
+
+    server.health.add(f"poststarthook/{RBAC_HOOK_NAME}", finished, liveness=False)
+    server.post_start.append(run)
 
 
 def install_repair(server: GenericAPIServer, repair: AllocationRepair) -> None:

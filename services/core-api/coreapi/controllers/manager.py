@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from genericapi.controllers import ClientSet, Controller, ControllerManager
 from genericapi.server.apiserver import GenericAPIServer, client_ssl_context
 
+from .clusterroleaggregation import ClusterRoleAggregationController
 from .garbagecollector import GarbageCollector
 from .namespace import NamespaceController
 from .podgc import PodGarbageCollector
@@ -39,6 +40,8 @@ def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tu
     out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4)]
     if any((r.group, r.plural) == ("", "pods") for r in clients.resources()):
         out.append((PodGarbageCollector(clients), 1))
+    if any((r.group, r.plural) == ("rbac.authorization.k8s.io", "clusterroles") for r in clients.resources()):
+        out.append((ClusterRoleAggregationController(clients), 1))
     if options.root_ca:
         out.append((RootCAPublisher(clients, options.root_ca), 2))
     return out
