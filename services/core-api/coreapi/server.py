@@ -197,10 +197,12 @@ def authorizer_for(server: GenericAPIServer, mode: str) -> Authorizer:
 def install_rbac_bootstrap(server: GenericAPIServer) -> None:
     """kube's ``rbac/bootstrap-roles`` post-start hook, with its named readiness check."""
     done = asyncio.Event()
+    # Taken now: runtime-config may hide the group from routes later, the defaults are still written.
+    stores = {(st.info.group, st.info.plural): st for st in server.stores
+              if st.info.group == RBAC_GROUP and st.info.version == "v1"}
 
-    async def run(s: GenericAPIServer) -> None:
-        await ensure_rbac_defaults({(st.info.group, st.info.plural): st for st in s.stores
-                                    if st.info.group == RBAC_GROUP})
+    async def run(_s: GenericAPIServer) -> None:
+        await ensure_rbac_defaults(stores)
         done.set()
 
     async def finished() -> bool:
