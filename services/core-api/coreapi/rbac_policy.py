@@ -29,13 +29,13 @@ READ_WRITE = ("create", "delete", "deletecollection", "get", "list", "patch", "u
 
 def rule(verbs: tuple[str, ...] | str, groups: tuple[str, ...] | str = (), resources: tuple[str, ...] | str = (),
          names: tuple[str, ...] = (), urls: tuple[str, ...] = ()) -> Rule:
-    """One PolicyRule with sorted lists (kube's ``NewRule(...).Groups(...).Resources(...)``)."""
+    """One PolicyRule with every list sorted, as kube's rule builder (``NewRule(...).Groups(...)``) leaves it."""
     def as_list(v: tuple[str, ...] | str) -> list[str]:
         return [v] if isinstance(v, str) else list(v)
     out: Rule = {}
     if urls:
         return {"nonResourceURLs": sorted(urls), "verbs": sorted(as_list(verbs))}
-    out["apiGroups"] = as_list(groups)
+    out["apiGroups"] = sorted(as_list(groups))
     if names:
         out["resourceNames"] = sorted(names)
     out["resources"] = sorted(as_list(resources))
@@ -295,9 +295,9 @@ def cluster_role_bindings() -> list[Obj]:
     ]
 
 
-#: The controllers' roles (kube's ``controller_policy.go``): for the controllers kubechain runs
-#: (and the aggregation controller), each bound to its service account in kube-system.
 def _controller_rules() -> dict[str, list[Rule]]:
+    """The controllers' roles (kube's ``controller_policy.go``), each bound to its service account
+    in kube-system: first those of the controllers kubechain runs (and the aggregation controller)."""
     return {
         "clusterrole-aggregation-controller": [
             rule(("escalate", "get", "list", "watch", "update", "patch"), RBAC_GROUP, "clusterroles")],
@@ -311,6 +311,104 @@ def _controller_rules() -> dict[str, list[Rule]]:
             rule("patch", "", "pods/status")],
         "root-ca-cert-publisher": [rule(("create", "update"), "", "configmaps"), events_rule()],
         "service-account-controller": [rule("create", "", "serviceaccounts"), events_rule()],
+        **_workload_controller_rules(),
+    }
+
+
+def _workload_controller_rules() -> dict[str, list[Rule]]:
+    """The roles of kube-controller-manager's other (not feature-gated) controllers: kubechain does
+    not run them, but clusters and tools that run them expect their roles bound."""
+    ext_apps = ("extensions", "apps")
+    return {
+        "attachdetach-controller": [
+            rule(("list", "watch"), "", ("persistentvolumes", "persistentvolumeclaims")), rule(READ, "", "nodes"),
+            rule(("patch", "update"), "", "nodes/status"), rule(("list", "watch"), "", "pods"), events_rule(),
+            rule(("get", "create", "delete", "list", "watch"), "storage.k8s.io", "volumeattachments"),
+            rule(READ, "storage.k8s.io", "csidrivers"), rule(READ, "storage.k8s.io", "csinodes")],
+        "certificate-controller": [
+            rule(("get", "list", "watch", "delete"), "certificates.k8s.io", "certificatesigningrequests"),
+            rule("update", "certificates.k8s.io", ("certificatesigningrequests/status",
+                                                   "certificatesigningrequests/approval")),
+            rule("approve", "certificates.k8s.io", "signers", names=("kubernetes.io/kube-apiserver-client-kubelet",)),
+            rule("sign", "certificates.k8s.io", "signers", names=(
+                "kubernetes.io/legacy-unknown", "kubernetes.io/kube-apiserver-client",
+                "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving")),
+            rule("create", "authorization.k8s.io", "subjectaccessreviews"), events_rule()],
+        "cronjob-controller": [
+            rule(("get", "list", "watch", "update"), "batch", "cronjobs"),
+            rule(("get", "list", "watch", "create", "update", "delete", "patch"), "batch", "jobs"),
+            rule("update", "batch", "cronjobs/status"), rule("update", "batch", "cronjobs/finalizers"),
+            rule(("list", "delete"), "", "pods"), events_rule()],
+        "daemon-set-controller": [
+            rule(READ, ext_apps, "daemonsets"), rule("update", ext_apps, "daemonsets/status"),
+            rule("update", ext_apps, "daemonsets/finalizers"), rule(("list", "watch"), "", "nodes"),
+            rule(("list", "watch", "create", "delete", "patch"), "", "pods"), rule("create", "", "pods/binding"),
+            rule(("get", "list", "watch", "create", "delete", "update", "patch"), "apps", "controllerrevisions"),
+            events_rule()],
+        "deployment-controller": [
+            rule(("get", "list", "watch", "update"), ext_apps, "deployments"),
+            rule("update", ext_apps, "deployments/status"), rule("update", ext_apps, "deployments/finalizers"),
+            rule(("get", "list", "watch", "create", "update", "patch", "delete"), ("apps", "extensions"),
+                 "replicasets"),
+            rule(("get", "list", "watch", "update"), "", "pods"), events_rule()],
+        "disruption-controller": [
+            rule(READ, ext_apps, "deployments"), rule(READ, ("apps", "extensions"), "replicasets"),
+            rule(READ, "", "replicationcontrollers"), rule(READ, "policy", "poddisruptionbudgets"),
+            rule(READ, "apps", "statefulsets"), rule("update", "policy", "poddisruptionbudgets/status"),
+            rule(("patch", "update"), "", "pods/status"), rule("get", "*", "*/scale"), events_rule()],
+        "endpoint-controller": [
+            rule(READ, "", ("services", "pods")), rule(("get", "list", "create", "update", "delete"), "", "endpoints"),
+            rule("create", "", "endpoints/restricted"), events_rule()],
+        "endpointslice-controller": [
+            rule(READ, "", ("services", "pods", "nodes")), rule("update", "", "services/finalizers"),
+            rule(("get", "list", "create", "update", "delete"), "discovery.k8s.io", "endpointslices"), events_rule()],
+        "endpointslicemirroring-controller": [
+            rule(READ, "", ("services", "endpoints")), rule("update", "", "services/finalizers"),
+            rule("update", "", "endpoints/finalizers"),
+            rule(("get", "list", "create", "update", "delete"), "discovery.k8s.io", "endpointslices"), events_rule()],
+        "ephemeral-volume-controller": [
+            rule(READ, "", "pods"), rule("update", "", "pods/finalizers"),
+            rule(("get", "list", "watch", "create"), "", "persistentvolumeclaims"), events_rule()],
+        "horizontal-pod-autoscaler": [
+            rule(READ, "autoscaling", "horizontalpodautoscalers"),
+            rule("update", "autoscaling", "horizontalpodautoscalers/status"),
+            rule(("get", "update"), "*", "*/scale"), rule("list", "", "pods"),
+            rule("list", "metrics.k8s.io", "pods"), rule(("get", "list"), "custom.metrics.k8s.io", "*"),
+            rule(("get", "list"), "external.metrics.k8s.io", "*"), events_rule()],
+        "job-controller": [
+            rule(("get", "list", "watch", "update", "patch"), "batch", "jobs"), rule("update", "batch", "jobs/status"),
+            rule("update", "batch", "jobs/finalizers"),
+            rule(("list", "watch", "create", "delete", "patch"), "", "pods"), events_rule()],
+        "legacy-service-account-token-cleaner": [
+            rule("get", "", "configmaps", names=("kube-apiserver-legacy-service-account-token-tracking",)),
+            rule(("patch", "delete"), "", "secrets")],
+        "pv-protection-controller": [rule(("get", "list", "watch", "update"), "", "persistentvolumes"),
+                                     events_rule()],
+        "pvc-protection-controller": [rule(("get", "list", "watch", "update"), "", "persistentvolumeclaims"),
+                                      rule(READ, "", "pods"), events_rule()],
+        "replicaset-controller": [
+            rule(("get", "list", "watch", "update"), ("apps", "extensions"), "replicasets"),
+            rule("update", ("apps", "extensions"), "replicasets/status"),
+            rule("update", ("apps", "extensions"), "replicasets/finalizers"),
+            rule(("list", "watch", "patch", "create", "delete"), "", "pods"), events_rule()],
+        "replication-controller": [
+            rule(("get", "list", "watch", "update"), "", "replicationcontrollers"),
+            rule("update", "", "replicationcontrollers/status"),
+            rule("update", "", "replicationcontrollers/finalizers"),
+            rule(("list", "watch", "patch", "create", "delete"), "", "pods"), events_rule()],
+        "resourcequota-controller": [rule(("list", "watch"), "*", "*"),
+                                     rule("update", "", "resourcequotas/status"), events_rule()],
+        "service-controller": [rule(READ, "", "services"), rule(("patch", "update"), "", "services/status"),
+                               rule(("list", "watch"), "", "nodes"), events_rule()],
+        "statefulset-controller": [
+            rule(("list", "watch"), "", "pods"), rule(READ, "apps", "statefulsets"),
+            rule("update", "apps", "statefulsets/status"), rule("update", "apps", "statefulsets/finalizers"),
+            rule(("get", "create", "delete", "update", "patch"), "", "pods"),
+            rule(("get", "create", "delete", "update", "patch", "list", "watch"), "apps", "controllerrevisions"),
+            rule(("get", "create"), "", "persistentvolumeclaims"), events_rule(),
+            rule(("update", "delete"), "", "persistentvolumeclaims")],
+        "ttl-after-finished-controller": [rule(("get", "list", "watch", "delete"), "batch", "jobs"), events_rule()],
+        "ttl-controller": [rule(("update", "patch", "list", "watch"), "", "nodes"), events_rule()],
     }
 
 
