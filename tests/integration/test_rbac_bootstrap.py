@@ -141,3 +141,22 @@ def test_restart_reconciles_autoupdate_roles_only(etcd_server: EtcdServer, tmp_p
         if restarted is not None:
             restarted.stop()
 
+
+
+def test_replicas_starting_together_write_each_default_once(etcd_server: EtcdServer, tmp_path: Path) -> None:
+    """Every replica runs the hook (as every kube-apiserver): both start, one copy of each default."""
+    prefix = f"/rbacboot-{uuid.uuid4().hex[:8]}"
+    procs = [CoreAPIProcess(etcd_server.endpoint, prefix, tmp_path / f"core-{i}.log", controllers=False).start()
+             for i in range(2)]
+    try:
+        for p in procs:
+            p.wait_ready(timeout=90)
+        status, listed = procs[0].json("GET", f"{RBAC}/clusterroles")
+        assert status == 200
+        names = [o["metadata"]["name"] for o in listed["items"]]
+        assert len(names) == len(set(names)) and "cluster-admin" in names
+        status, bindings = procs[1].json("GET", f"{RBAC}/namespaces/kube-system/rolebindings")
+        assert "system::leader-locking-kube-scheduler" in [o["metadata"]["name"] for o in bindings["items"]]
+    finally:
+        for p in procs:
+            p.stop()
