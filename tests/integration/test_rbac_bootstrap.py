@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.coreapi_procs import CoreAPIProcess
-from support.procs import ChainHandle, EtcdServer, kubectl_params
+from support.procs import ChainHandle, EtcdServer, kubectl_binary, kubectl_params
 from support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -160,3 +161,44 @@ def test_replicas_starting_together_write_each_default_once(etcd_server: EtcdSer
     finally:
         for p in procs:
             p.stop()
+
+
+def _as_token(chain: ChainHandle, token: str, *args: str, version: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([kubectl_binary(version), "--kubeconfig=/dev/null", f"--server={chain.url}",
+                           f"--certificate-authority={chain.chain.pki.ca}", f"--token={token}", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("version", kubectl_params("1.27", "1.33"))
+def test_defaults_grant_what_kube_grants(chain: ChainHandle, version: str) -> None:
+    """With the gateway enforcing RBAC: any authenticated user reads discovery and /version (system:discovery,
+    system:public-info-viewer); a RoleBinding to view/edit/admin grants their aggregated rules."""
+    ns = f"rbacboot-{uuid.uuid4().hex[:6]}"
+    chain.kubectl("create", "namespace", ns)
+    chain.kubectl("create", "serviceaccount", "robot", "-n", ns)
+    token = chain.kubectl("create", "token", "robot", "-n", ns).stdout.strip()
+    user = f"system:serviceaccount:{ns}:robot"
+    version_out = _as_token(chain, token, "get", "--raw", "/version", version=version)
+    assert version_out.returncode == 0 and '"gitVersion"' in version_out.stdout, version_out.stderr
+    assert _as_token(chain, token, "get", "--raw", "/apis", version=version).returncode == 0
+    assert _as_token(chain, token, "get", "pods", "-n", ns, version=version).returncode != 0
+    chain.kubectl("create", "rolebinding", "robot-view", "--clusterrole=view", f"--serviceaccount={ns}:robot",
+                  "-n", ns)
+    eventually(lambda: _as_token(chain, token, "get", "pods", "-n", ns, version=version).returncode == 0,
+               timeout=10, what="view lets the robot list pods")
+    secrets = _as_token(chain, token, "get", "secrets", "-n", ns, version=version)
+    assert (f'secrets is forbidden: User "{user}" cannot list resource "secrets" in API group "" in the '
+            f'namespace "{ns}"') in secrets.stderr
+    chain.kubectl("create", "rolebinding", "robot-edit", "--clusterrole=edit", f"--serviceaccount={ns}:robot",
+                  "-n", ns)
+    eventually(lambda: _as_token(chain, token, "create", "configmap", "c1", "-n", ns,
+                                 version=version).returncode == 0, timeout=10, what="edit lets the robot create")
+    denied = _as_token(chain, token, "create", "rolebinding", "x", "--clusterrole=view", "--user=u", "-n", ns,
+                       version=version)
+    assert "forbidden" in denied.stderr
+    chain.kubectl("create", "rolebinding", "robot-admin", "--clusterrole=admin", f"--serviceaccount={ns}:robot",
+                  "-n", ns)
+    eventually(lambda: _as_token(chain, token, "create", "rolebinding", "x", "--clusterrole=view", "--user=u",
+                                 "-n", ns, version=version).returncode == 0,
+               timeout=10, what="admin lets the robot create rolebindings")
+    chain.kubectl("delete", "namespace", ns, "--wait=false")
