@@ -117,6 +117,14 @@ def test_reconcile_role_adds_aggregation_selectors() -> None:
         {"matchLabels": {"x": "y"}}, {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}]
 
 
+def test_reconcile_role_drops_an_aggregation_rule_the_default_lacks() -> None:
+    expected = policy.cluster_role("system:discovery", [rule("get", urls=("/api",))])
+    stored = copy.deepcopy(expected)
+    stored["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}
+    fixed = reconcile_role(stored, expected)
+    assert fixed is not None and "aggregationRule" not in fixed
+
+
 def test_reconcile_binding() -> None:
     expected = policy.cluster_binding("system:discovery", policy.group("system:authenticated"))
     stored = copy.deepcopy(expected)

@@ -6,8 +6,9 @@ Pure functions, so the rules are unit-tested without a server. kube-apiserver's
 gets the default labels, annotations, aggregation selectors, rules and subjects it lacks, added to
 what users put there. A rule counts as present when the stored rules cover it (``validation.Covers``:
 wildcards included); the uncovered parts are appended broken down to one verb, group, resource and
-name each, as kube appends them. A binding whose roleRef differs is deleted and created again
-(roleRef cannot be updated).
+name each, as kube appends them. An aggregationRule added to a default role that has none is
+removed (the aggregation controller would replace its rules). A binding whose roleRef differs
+is deleted and created again (roleRef cannot be updated).
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ def reconcile_role(existing: Obj, expected: Obj) -> Obj | None:
     result = copy.deepcopy(existing)
     _merged_meta(result, expected)
     want_agg = expected.get("aggregationRule")
-    if want_agg is not None:
+    if want_agg is None:
+        result.pop("aggregationRule", None)  # kube drops one a user added to a plain default role
+    else:
         have = result.get("aggregationRule") or {}
         selectors = list(have.get("clusterRoleSelectors") or [])
         selectors += [s for s in want_agg.get("clusterRoleSelectors") or [] if s not in selectors]
