@@ -136,6 +136,11 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
 def ns(core: client.CoreV1Api) -> Iterator[str]:
     name = f"faults-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    # The chain enforces RBAC: alice edits this namespace, as a team member would be granted.
+    client.RbacAuthorizationV1Api(core.api_client).create_namespaced_role_binding(name, client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name="alice-edit"),
+        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="edit"),
+        subjects=[client.RbacV1Subject(kind="User", name="alice", api_group="rbac.authorization.k8s.io")]))
     yield name
     try:
         core.delete_namespace(name)

@@ -388,12 +388,16 @@ def test_eviction_bad_inputs(chain: ChainHandle, ns: str) -> None:
 def test_kubectl_auth_can_i(chain: ChainHandle, version: str) -> None:
     assert chain.kubectl("auth", "can-i", "create", "pods", version=version).stdout.strip() == "yes"
     assert chain.kubectl("auth", "can-i", "get", "/healthz", version=version).stdout.strip() == "yes"
+    # RBAC (kubechain up's default): someone without bindings may not; the admin's rules are
+    # cluster-admin's (system:masters) and the defaults every authenticated user has.
     assert chain.kubectl("auth", "can-i", "delete", "nodes", "--as", "someone", version=version,
-                         check=False).stdout.strip() == "yes"
+                         check=False).stdout.strip() == "no"
     listed = chain.kubectl("auth", "can-i", "--list", version=version).stdout.splitlines()
     assert listed[0].split() == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
     assert listed[1].split() == ["*.*", "[]", "[]", "[*]"]
-    assert listed[2].split() == ["[*]", "[]", "[*]"]
+    assert ["[*]", "[]", "[*]"] in [line.split() for line in listed]
+    assert ["selfsubjectaccessreviews.authorization.k8s.io", "[]", "[]", "[create]"] in \
+        [line.split() for line in listed]
 
 
 AUTHZ = "/apis/authorization.k8s.io/v1"
@@ -407,19 +411,19 @@ def test_access_reviews_over_http(chain: ChainHandle) -> None:
     sar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
            "spec": {"user": "alice", "groups": ["devs"], "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}}
     assert chain.json("POST", f"{AUTHZ}/subjectaccessreviews", sar) == (201, {
-        **sar, "metadata": {"creationTimestamp": None}, "status": {"allowed": True}})
+        **sar, "metadata": {"creationTimestamp": None}, "status": {"allowed": False}})  # RBAC: no binding
     lsar = {"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
             "metadata": {"namespace": "default"},
             "spec": {"user": "bob", "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}}}
     assert chain.json("POST", f"{AUTHZ}/namespaces/default/localsubjectaccessreviews", lsar) == (201, {
-        **lsar, "metadata": {"namespace": "default", "creationTimestamp": None}, "status": {"allowed": True}})
+        **lsar, "metadata": {"namespace": "default", "creationTimestamp": None}, "status": {"allowed": False}})
     ssrr = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
             "spec": {"namespace": "default"}}
-    assert chain.json("POST", f"{AUTHZ}/selfsubjectrulesreviews", ssrr) == (201, {
-        "kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
-        "metadata": {"creationTimestamp": None}, "spec": {},
-        "status": {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                   "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}})
+    status, rules = chain.json("POST", f"{AUTHZ}/selfsubjectrulesreviews", ssrr)
+    assert status == 201 and rules["kind"] == "SelfSubjectRulesReview" and rules["spec"] == {}
+    assert rules["status"]["resourceRules"][0] == {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}
+    assert {"verbs": ["*"], "nonResourceURLs": ["*"]} in rules["status"]["nonResourceRules"]
+    assert rules["status"]["incomplete"] is False
     status, body = chain.json("GET", f"{AUTHZ}/subjectaccessreviews")
     assert (status, body["reason"]) == (405, "MethodNotAllowed")
 
@@ -529,7 +533,7 @@ def test_python_client(chain: ChainHandle, ns: str) -> None:
     assert authz.create_self_subject_access_review(review).status.allowed is True
     rules = authz.create_self_subject_rules_review(
         client.V1SelfSubjectRulesReview(spec=client.V1SelfSubjectRulesReviewSpec(namespace=ns)))
-    assert [r.verbs for r in rules.status.resource_rules] == [["*"]]
+    assert rules.status.resource_rules[0].verbs == ["*"]  # cluster-admin's, then the defaults
     try:
         authz.create_subject_access_review(client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
             resource_attributes=client.V1ResourceAttributes(verb="get"))))
