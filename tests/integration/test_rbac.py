@@ -158,3 +158,31 @@ def test_a_new_user_from_the_cli_gets_exactly_their_role(chain: ChainHandle, tmp
     who = carol("auth", "whoami", "-o", "json")
     assert who.returncode == 0, who.stderr
     assert json.loads(who.stdout)["status"]["userInfo"]["groups"] == ["designers", "system:authenticated"]
+
+
+def test_nobody_grants_what_they_do_not_hold(chain: ChainHandle, robot: tuple[str, str, str]) -> None:
+    ns, user, token = robot
+    chain.kubectl("create", "rolebinding", "robot-admin", "-n", ns, "--clusterrole=admin",
+                  f"--serviceaccount={ns}:robot")
+    assert eventually(lambda: as_token(chain, token, "get", "rolebindings", "-n", ns).returncode == 0)
+    groups = f'["system:serviceaccounts" "system:serviceaccounts:{ns}" "system:authenticated"]'
+    stolen = as_token(chain, token, "create", "rolebinding", "steal", "-n", ns, "--clusterrole=cluster-admin",
+                      f"--serviceaccount={ns}:robot")
+    assert stolen.returncode != 0
+    assert (f'rolebindings.rbac.authorization.k8s.io "steal" is forbidden: user "{user}" (groups={groups}) is '
+            "attempting to grant RBAC permissions not currently held:\n"
+            '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n{NonResourceURLs:["*"], Verbs:["*"]}') in stolen.stderr
+    # What the admin role holds may be granted on; a Role beyond it may not be written.
+    assert as_token(chain, token, "create", "rolebinding", "view-too", "-n", ns, "--clusterrole=view",
+                    f"--serviceaccount={ns}:robot").returncode == 0
+    assert as_token(chain, token, "create", "role", "cm", "-n", ns, "--verb=get",
+                    "--resource=configmaps").returncode == 0
+    nodes = as_token(chain, token, "create", "role", "nodes", "-n", ns, "--verb=get", "--resource=nodes")
+    assert 'permissions not currently held:\n{APIGroups:[""], Resources:["nodes"], Verbs:["get"]}' in nodes.stderr
+    # With the bind verb on cluster-admin, binding it is allowed (kube's BindingAuthorized).
+    chain.kubectl("create", "clusterrole", f"{ns}-binder", "--verb=bind", "--resource=clusterroles",
+                  "--resource-name=cluster-admin")
+    chain.kubectl("create", "rolebinding", "robot-binder", "-n", ns, f"--clusterrole={ns}-binder",
+                  f"--serviceaccount={ns}:robot")
+    assert eventually(lambda: as_token(chain, token, "create", "rolebinding", "granted", "-n", ns,
+                                       "--clusterrole=cluster-admin", f"--serviceaccount={ns}:robot").returncode == 0)

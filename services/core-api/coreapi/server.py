@@ -47,6 +47,7 @@ from .controllers.manager import ControllerOptions
 from .controllers.manager import install as install_controllers
 from .rbac_bootstrap import HOOK_NAME as RBAC_HOOK_NAME
 from .rbac_bootstrap import ensure_rbac_defaults
+from .rbac_escalation import RBACEscalation
 from .rbac_policy import RBAC_GROUP
 from .strategies import strategy_for
 
@@ -108,7 +109,8 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
         if (info.group, info.plural) in NODELESS_KEYS:
             continue  # stores of their own (nodeless.install)
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
-    nodeless.install(server, schemas, authorizer_for(server, authorization_mode))
+    authorizer = authorizer_for(server, authorization_mode)
+    nodeless.install(server, schemas, authorizer)
     if token_issuer is not None:  # kube serves TokenRequest only with a signing key
         tokenrequest.install_token_request(server.by_resource[("", "serviceaccounts")],
                                            {"pods": server.by_resource[("", "pods")],
@@ -132,6 +134,10 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     server.admission.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
     server.admission.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
     server.admission.append(DefaultTolerationSeconds())
+    if authorization_mode == "RBAC":  # nobody grants what they do not hold
+        server.admission.append(RBACEscalation(authorizer, {
+            "roles": server.by_resource[("rbac.authorization.k8s.io", "roles")],
+            "clusterroles": server.by_resource[("rbac.authorization.k8s.io", "clusterroles")]}))
 
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"
