@@ -419,3 +419,7 @@ def test_metrics_need_credentials_but_health_and_version_do_not(chain: ChainHand
     assert chain.request("GET", "/metrics")[0] == 200
     for path in ("/healthz", "/livez", "/readyz", "/version", "/version/"):
         assert chain.request("GET", path, auth=False)[0] == 200, path
+        # Credentials that do not authenticate are refused everywhere, as kube's filter does (kr8s's
+        # test_bad_auth reads /version with a bad token and expects Unauthorized).
+        status, _h, body = chain.request("GET", path, auth=False, headers={"Authorization": "Bearer abc123"})
+        assert status == 401 and json.loads(body)["reason"] == "Unauthorized", path

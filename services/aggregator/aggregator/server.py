@@ -30,7 +30,7 @@ from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.rbacview import RBACView
 from genericapi.server import metrics
 from genericapi.server.apiserver import client_ssl_context
-from genericapi.server.app import Dispatcher, build_app, run_forever, serve
+from genericapi.server.app import ADMIN_PREFIXES, Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.discovery import wants_aggregated
 from genericapi.server.health import HealthChecks
@@ -313,21 +313,27 @@ class Gateway:
         return True
 
 
-class AuthenticatedMetrics:
-    """``/metrics`` only for an authenticated client: kube-apiserver serves it through its
-    authentication and authorization filters (the ``system:monitoring`` role), unlike the public
-    health and version paths."""
+class ShellAuthentication:
+    """Authentication for the paths the gateway's shell answers itself (health, version, metrics),
+    as kube's filter runs before every handler: credentials that do not authenticate are a 401
+    everywhere (an invalid bearer token on ``/version`` too); with none, health and version stay
+    public and ``/metrics`` (kube: authenticated and authorized, ``system:monitoring``) is a 401."""
 
     def __init__(self, app: Dispatcher, authenticator: Authenticator) -> None:
         self.app = app
         self.authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].rstrip("/") == "/metrics" \
-                and self.authenticator.authenticate(scope) is None:
+        if scope["type"] == "http" and scope["path"].startswith(ADMIN_PREFIXES) \
+                and self.authenticator.authenticate(scope) is None \
+                and (scope["path"].rstrip("/") == "/metrics" or _has_token(scope)):
             await _send_status(send, apierrors.unauthorized())
             return
         await self.app(scope, receive, send)
+
+
+def _has_token(scope: Scope) -> bool:
+    return any(k == b"authorization" for k, _ in scope["headers"])
 
 
 async def _send_status(send: Send, err: apierrors.APIError) -> None:
@@ -514,7 +520,7 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
         if gateway.apiservices is not None:
             await gateway.apiservices.stop()
 
-    app = AuthenticatedMetrics(Dispatcher(build_app("aggregator", gateway, health, on_start=start, on_stop=stop),
+    app = ShellAuthentication(Dispatcher(build_app("aggregator", gateway, health, on_start=start, on_stop=stop),
                                           gateway), gateway.authenticator)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
