@@ -31,9 +31,11 @@ def advertised_ip(bind_address: str) -> str:
     """The address clients reach this gateway at."""
     if bind_address not in ("", "0.0.0.0", "::"):
         return bind_address
-    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.connect(("10.255.255.255", 1))  # no packet is sent: only picks the route's source address
-        return str(s.getsockname()[0])
+    # Bound to every address: the host name's address (a container's own IP), else loopback.
+    with contextlib.suppress(OSError):
+        address = socket.gethostbyname(socket.gethostname())
+        if address and not address.startswith("127."):
+            return address
     return "127.0.0.1"
 
 
