@@ -156,13 +156,25 @@ class LeaderElector:
         """Give the lease up (only if still ours) so another candidate need not wait it out."""
         if self._lease is None or (self._lease.get("spec") or {}).get("holderIdentity") != self.identity:
             return
-        now = micro_time()
-        spec = dict(self._lease.get("spec") or {})
-        spec.update(holderIdentity="", leaseDurationSeconds=1, acquireTime=now, renewTime=now)
-        try:
-            self._lease = await self.leases.update(self.namespace, self.name, {**self._lease, "spec": spec})
-        except APIError as err:
-            log.info("lease %s/%s: release failed: %s", self.namespace, self.name, err.message)
+        for attempt in range(2):
+            now = micro_time()
+            spec = dict(self._lease.get("spec") or {})
+            spec.update(holderIdentity="", leaseDurationSeconds=1, acquireTime=now, renewTime=now)
+            try:
+                self._lease = await self.leases.update(self.namespace, self.name, {**self._lease, "spec": spec})
+                return
+            except APIError as err:
+                if err.code != 409 or attempt:
+                    log.info("lease %s/%s: release failed: %s", self.namespace, self.name, err.message)
+                    return
+            # A renew cancelled in flight may have landed after all: read the lease again (kube's
+            # release reads before it writes) and give it up if it is still ours.
+            try:
+                self._lease = await self.leases.get(self.namespace, self.name)
+            except APIError:
+                return
+            if (self._lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
 
     async def run(self, on_started_leading: Callable[[], Awaitable[None]],
                   on_stopped_leading: Callable[[], None]) -> None:
