@@ -22,14 +22,13 @@ import aiohttp
 import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import serviceaccount as satoken
-from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, PrivilegedGroups, Union, forbidden
-from genericapi.apimachinery.rbac import RBACAuthorizer
+from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, forbidden
 from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
 from genericapi.apimachinery.user import UserInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.rbacview import RBACView
 from genericapi.server import metrics
-from genericapi.server.apiserver import client_ssl_context
+from genericapi.server.apiserver import add_identity_flags, api_audiences, client_ssl_context
 from genericapi.server.app import ADMIN_PREFIXES, Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.discovery import wants_aggregated
@@ -409,16 +408,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--member", action="append", default=[],
                         help="a chain member, in order (core-api first); comma-separate replicas")
     parser.add_argument("--token-auth-file", default="")
-    parser.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
-                        help="who may do what: everyone everything (kube-apiserver's own default), or RBAC "
-                             "(system:masters may do anything; needs --etcd-servers)")
+    add_identity_flags(parser)  # RBAC and the service account token checks need --etcd-servers
     parser.add_argument("--service-account-key-file", default="",
                         help="PEM public keys that verify service account tokens (needs --etcd-servers: the "
                              "account must still exist)")
-    parser.add_argument("--service-account-issuer", default=satoken.DEFAULT_ISSUER,
-                        help="the issuer service account tokens must name")
-    parser.add_argument("--api-audiences", default="",
-                        help="comma-separated audiences a token must name one of (default: the issuer)")
     parser.add_argument("--discovery-refresh", type=float, default=10.0)
     parser.add_argument("--shutdown-delay", type=float, default=1.0)
     parser.add_argument("--etcd-servers", default="",
@@ -446,7 +439,7 @@ def main(argv: list[str] | None = None) -> None:
     config.authorization_mode = args.authorization_mode
     config.service_account_key_file = args.service_account_key_file
     config.service_account_issuer = args.service_account_issuer
-    config.api_audiences = [a for a in args.api_audiences.split(",") if a]
+    config.api_audiences = api_audiences(args)
     run_forever(run(config, args.shutdown_delay))
 
 
@@ -481,7 +474,7 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
         if gateway.apiservices is None:
             raise SystemExit("--authorization-mode=RBAC needs --etcd-servers (roles and bindings are read there)")
         rbac = RBACView(gateway.apiservices.server.etcd, config.etcd_prefix)
-        gateway.authorizer = Union(PrivilegedGroups("system:masters"), RBACAuthorizer(rbac))
+        gateway.authorizer = rbac.authorizer()
         rbac_view = rbac
 
         async def rbac_synced() -> bool:

@@ -10,15 +10,20 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from genericapi.apimachinery import serviceaccount as satoken
-from genericapi.apimachinery.authorization import AlwaysAllow, Authorizer, PrivilegedGroups, Union
-from genericapi.apimachinery.rbac import RBACAuthorizer
+from genericapi.apimachinery.authorization import AlwaysAllow, Authorizer
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.controllers.tasks import cancel_and_wait
 from genericapi.registry.codec import JsonCodec
 from genericapi.registry.rbacview import RBACView
-from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
+from genericapi.server.apiserver import (
+    GenericAPIServer,
+    ServerConfig,
+    add_common_flags,
+    add_identity_flags,
+    api_audiences,
+    config_from_args,
+)
 from genericapi.server.app import run_forever
 
 from . import (
@@ -197,7 +202,7 @@ def authorizer_for(server: GenericAPIServer, mode: str) -> Authorizer:
 
     server.post_start.insert(0, start)
     server.pre_shutdown.append(stop)
-    return Union(PrivilegedGroups("system:masters"), RBACAuthorizer(view))
+    return view.authorizer()
 
 
 def install_rbac_bootstrap(server: GenericAPIServer) -> None:
@@ -256,15 +261,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runtime-config", action="append", default=[],
                         help="kube's key=value pairs enabling or disabling group-versions (api/all, api/ga, "
                              "api/beta, api/alpha, <group>/<version>); beta and alpha are off by default")
-    parser.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
-                        help="the authorizer the access reviews ask (the gateway enforces the same mode)")
+    add_identity_flags(parser)  # the access reviews ask the mode's authorizer; tokens carry the issuer
     parser.add_argument("--service-account-signing-key-file", default="",
                         help="PEM private key (EC or RSA) that signs service account tokens; without it "
                              "serviceaccounts/token is not served")
-    parser.add_argument("--service-account-issuer", default=satoken.DEFAULT_ISSUER,
-                        help="the iss claim of issued service account tokens")
-    parser.add_argument("--api-audiences", default="",
-                        help="comma-separated default audiences of issued tokens (default: the issuer)")
     parser.add_argument("--service-account-max-token-expiration", type=int, default=0,
                         help="the longest a requested token may live, in seconds (0: no cap)")
     args = parser.parse_args(argv)
@@ -273,8 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         key = serialization.load_pem_private_key(Path(args.service_account_signing_key_file).read_bytes(), None)
         if not isinstance(key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
             parser.error("--service-account-signing-key-file: an EC or RSA private key is required")
-        audiences = [a for a in args.api_audiences.split(",") if a] or [args.service_account_issuer]
-        token_issuer = tokenrequest.TokenIssuer(key, args.service_account_issuer, audiences,
+        token_issuer = tokenrequest.TokenIssuer(key, args.service_account_issuer, api_audiences(args),
                                                 args.service_account_max_token_expiration)
     try:
         service_cidr = ServiceIPRange.parse(args.service_cluster_ip_range)

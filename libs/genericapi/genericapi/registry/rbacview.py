@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+from genericapi.apimachinery.authorization import PrivilegedGroups, Union
+from genericapi.apimachinery.rbac import RBACAuthorizer
 from genericapi.storage.cacher import WatchCache
 from genericapi.storage.etcd import EtcdClient
 
@@ -44,6 +46,10 @@ class RBACView:
     def _list(self, kind: str, within: str = "") -> Iterable[dict[str, Any]]:
         items, _rev = self._caches[kind].list(self._prefixes[kind] + within.encode())
         return [c.obj for c in items]
+
+    def authorizer(self) -> Union:
+        """kube's ``--authorization-mode=RBAC``: ``system:masters`` first, then RBAC over this view."""
+        return Union(PrivilegedGroups("system:masters"), RBACAuthorizer(self))
 
     def cluster_role(self, name: str) -> dict[str, Any] | None:
         return self._get("clusterroles", name)

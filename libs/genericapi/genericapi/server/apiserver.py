@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import k8sproto, user
+from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.codec import JsonCodec
@@ -104,6 +105,22 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
     parser.add_argument("--encryption-provider-config", default="",
                         help="EncryptionConfiguration file: which resources are encrypted in etcd, and how")
     parser.add_argument("--log-level", default="INFO")
+
+
+def add_identity_flags(parser: argparse.ArgumentParser) -> None:
+    """The authorization and service-account-token flags the gateway and core-api share (kube's names)."""
+    parser.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
+                        help="who may do what: everyone everything (kube-apiserver's own default), or RBAC "
+                             "(system:masters may do anything)")
+    parser.add_argument("--service-account-issuer", default=satoken.DEFAULT_ISSUER,
+                        help="the iss claim service account tokens carry")
+    parser.add_argument("--api-audiences", default="",
+                        help="comma-separated audiences of service account tokens (default: the issuer)")
+
+
+def api_audiences(args: argparse.Namespace) -> list[str]:
+    """``--api-audiences``, defaulting to the issuer as kube-apiserver does."""
+    return [a for a in args.api_audiences.split(",") if a] or [args.service_account_issuer]
 
 
 def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
