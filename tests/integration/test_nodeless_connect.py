@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.objects import status_of
 from support.procs import ChainHandle, kubectl_params
 from support.reference import DISCOVERY_DIR
 
@@ -32,17 +33,6 @@ NS = "connect"
 
 
 KUBECTLS = kubectl_params("1.27", "1.33")
-
-
-def status_of(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                           "message": message}
-    if reason:
-        out["reason"] = reason
-    if details is not None:
-        out["details"] = details
-    out["code"] = code
-    return out
 
 
 def closed_port() -> int:

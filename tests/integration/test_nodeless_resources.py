@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from support.objects import status_of
 from support.procs import ChainHandle, kubectl_params
 
 pytestmark = pytest.mark.integration
@@ -49,17 +50,6 @@ def run_pod(chain: ChainHandle, ns: str, name: str, labels: dict[str, str], read
     status, updated = chain.json("PUT", pods_path(ns, name, "status"), pod)
     assert status == 200, updated
     return dict(updated)
-
-
-def status_of(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                           "message": message}
-    if reason:
-        out["reason"] = reason
-    if details is not None:
-        out["details"] = details
-    out["code"] = code
-    return out
 
 
 SUCCESS = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}

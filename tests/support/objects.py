@@ -31,3 +31,15 @@ def owner_ref(obj: dict[str, Any], *, block: bool = True, controller: bool | Non
         ref["controller"] = controller
     ref["blockOwnerDeletion"] = block
     return ref
+
+
+def status_of(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A failure ``metav1.Status`` as kube-apiserver writes it (keys in its order)."""
+    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                           "message": message}
+    if reason:
+        out["reason"] = reason
+    if details is not None:
+        out["details"] = details
+    out["code"] = code
+    return out
