@@ -1,0 +1,72 @@
+"""What one write looks like to admission: kube's ``admission.Attributes`` and plugin interfaces.
+
+kube-apiserver runs every write through a chain of plugins: the mutating ones first (built-in
+defaulting plugins, then MutatingAdmissionWebhook), then the validating ones (built-in checks,
+ValidatingAdmissionPolicy, ValidatingAdmissionWebhook). Each plugin sees the same record of the
+request. This module is that record and the two interfaces, as pure data so that the store
+(registry), webhook dispatch and CEL policies all speak one vocabulary without importing each
+other. A plugin denies by raising an ``APIError``; it adds response warnings and audit
+annotations through the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .user import UserInfo
+
+#: kube's admission.Operation values.
+CREATE = "CREATE"
+UPDATE = "UPDATE"
+DELETE = "DELETE"
+CONNECT = "CONNECT"
+
+
+@dataclass
+class Attributes:
+    """One request as admission sees it (kube's ``admission.Attributes``).
+
+    ``obj`` is the object being written (``None`` for DELETE); mutating plugins change it in
+    place. ``old_obj`` is the stored object for UPDATE and DELETE. ``kind`` and ``resource`` are
+    what the request addressed (group, version, name); ``subresource`` is ``""`` for the object
+    itself. ``options`` is the request's CreateOptions / UpdateOptions / DeleteOptions as a
+    ``meta.k8s.io/v1`` object (what AdmissionReview carries)."""
+
+    operation: str
+    group: str
+    version: str
+    kind: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    obj: dict[str, Any] | None
+    old_obj: dict[str, Any] | None
+    user: UserInfo
+    dry_run: bool = False
+    options: dict[str, Any] | None = None
+    #: ``Warning`` headers the response carries (plugins append).
+    warnings: list[str] = field(default_factory=list)
+    #: Audit annotations added by plugins ("<plugin-or-webhook>/<key>": value).
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def add_annotation(self, key: str, value: str) -> None:
+        """kube's AddAnnotation: the first value for a key wins."""
+        self.annotations.setdefault(key, value)
+
+
+class MutatingPlugin(Protocol):
+    """kube's ``admission.MutationInterface``: may change ``attrs.obj``; raises to deny."""
+
+    def handles(self, operation: str) -> bool: ...
+
+    async def admit(self, attrs: Attributes) -> None: ...
+
+
+class ValidatingPlugin(Protocol):
+    """kube's ``admission.ValidationInterface``: may not change anything; raises to deny."""
+
+    def handles(self, operation: str) -> bool: ...
+
+    async def validate(self, attrs: Attributes) -> None: ...
