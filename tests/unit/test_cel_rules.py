@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from extensionsapi.cel import CELValidator, compile_schema
+from genericapi.apimachinery.cel import CELValidator, compile_schema
 
 BASE = "spec.versions[0].schema.openAPIV3Schema"
 

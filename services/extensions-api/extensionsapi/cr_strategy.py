@@ -34,7 +34,7 @@ class SchemaOps(Protocol):
 
 
 class RuleOps(Protocol):
-    """What the CEL module offers (``extensionsapi.cel.CELValidator``)."""
+    """What the CEL module offers (``genericapi.apimachinery.cel.CELValidator``)."""
 
     def validate(self, new: dict[str, Any], old: dict[str, Any] | None) -> Any: ...
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from genericapi.apimachinery.cel import compile_schema
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.serviceresolver import ServiceResolver
 from genericapi.registry.codec import JsonCodec
 
 from . import cr_openapi, cr_tables
-from .cel import compile_schema
 from .conversion import CRConverter
 from .cr_strategy import CRStrategy
 from .crds import storage_version, storage_version_hash

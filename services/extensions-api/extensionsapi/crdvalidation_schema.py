@@ -4,7 +4,7 @@ Three layers, in kube-apiserver's order and with its messages: the structural-sc
 (:mod:`extensionsapi.schema.structural`), the defaults (each must validate against its own node and
 survive pruning unchanged), and the OpenAPI subset CRDs accept (no ``$ref``, ``uniqueItems``,
 ``patternProperties``...; list/map-type rules; ``x-kubernetes-validations`` shape). CEL rules are
-compiled by :mod:`extensionsapi.cel` when that module is available.
+compiled by :mod:`genericapi.apimachinery.cel` when that module is available.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from genericapi.apimachinery import errors
+from genericapi.apimachinery.cel import compile_schema
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.gofmt import field_value
 
-from .cel import compile_schema
 from .schema.embedded import validate_embedded
 from .schema.prune import prune as prune_resource
 from .schema.prune import prune_value

@@ -4,7 +4,7 @@ The serving side of extensions-api builds one :class:`CRSchema` per served versi
 that :mod:`extensionsapi.crdvalidation` already accepted) and calls, in kube-apiserver's order:
 ``prune`` then ``default`` when decoding a request body (and ``default`` again on every read from
 storage), then ``validate`` on create or ``validate_update`` on update. CEL rules
-(``x-kubernetes-validations``) are evaluated separately by :mod:`extensionsapi.cel`.
+(``x-kubernetes-validations``) are evaluated separately by :mod:`genericapi.apimachinery.cel`.
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cel as celrust
+
+from genericapi.apimachinery.cel import checks, typecheck
+from genericapi.apimachinery.cel.fieldpath import FieldPathError, valid_field_path
+from genericapi.apimachinery.cel.library import KNOWN_FUNCTIONS
 from genericapi.apimachinery.errors import FieldError, GoRendered, invalid, not_supported, required
 from genericapi.apimachinery.gofmt import json_quote
-
-from extensionsapi.cel import checks, typecheck
-from extensionsapi.cel.fieldpath import FieldPathError, valid_field_path
-from extensionsapi.cel.library import KNOWN_FUNCTIONS
 
 SUPPORTED_REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
 _NEWLINES = re.compile(r"[\n\r]+")

@@ -32,9 +32,9 @@ from typing import Any
 
 import cel as celrust
 
-from extensionsapi.cel.checks import _embedded, _field_owner, _tokens, escape, issue, unescape
-from extensionsapi.cel.library import FUNCTIONS
-from extensionsapi.cel.typed import TYPED_FORMATS, to_typed
+from genericapi.apimachinery.cel.checks import _embedded, _field_owner, _tokens, escape, issue, unescape
+from genericapi.apimachinery.cel.library import FUNCTIONS
+from genericapi.apimachinery.cel.typed import TYPED_FORMATS, to_typed
 
 NOT_BOOL = "cel expression must evaluate to a bool"
 NOT_STRING = "messageExpression must evaluate to a string"

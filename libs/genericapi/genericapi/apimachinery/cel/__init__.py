@@ -42,10 +42,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from genericapi.apimachinery.cel.compiler import compile_node
+from genericapi.apimachinery.cel.validator import CELValidator
 from genericapi.apimachinery.errors import FieldError
-
-from extensionsapi.cel.compiler import compile_node
-from extensionsapi.cel.validator import CELValidator
 
 __all__ = ["CELValidator", "compile_schema"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
-from extensionsapi.cel import library_ext
+from genericapi.apimachinery.cel import library_ext
 
 
 class CELFunctionError(ValueError):

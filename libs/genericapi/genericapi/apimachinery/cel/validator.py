@@ -15,12 +15,12 @@ import threading
 from typing import Any
 
 import cel as celrust
-from genericapi.apimachinery.errors import FieldError, duplicate, forbidden, invalid, required
 
-from extensionsapi.cel.checks import escape
-from extensionsapi.cel.compiler import CompiledRule, RuleNode
-from extensionsapi.cel.library import FUNCTIONS
-from extensionsapi.cel.typed import TYPED_FORMATS, to_typed
+from genericapi.apimachinery.cel.checks import escape
+from genericapi.apimachinery.cel.compiler import CompiledRule, RuleNode
+from genericapi.apimachinery.cel.library import FUNCTIONS
+from genericapi.apimachinery.cel.typed import TYPED_FORMATS, to_typed
+from genericapi.apimachinery.errors import FieldError, duplicate, forbidden, invalid, required
 
 _MAX_MESSAGE = 5 * 1024
 _contexts = threading.local()  # validate() is synchronous: a context is never shared mid-evaluation
