@@ -30,6 +30,7 @@ from . import (
     catalog,
     connect,
     conversion,
+    issuerdiscovery,
     kubernetes_endpoints,
     namespaces,
     nodeless,
@@ -90,7 +91,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
                  ip_leak_grace: float = DEFAULT_IP_GRACE,
                  runtime_config: dict[str, str] | None = None,
                  token_issuer: tokenrequest.TokenIssuer | None = None,
-                 authorization_mode: str = "AlwaysAllow") -> GenericAPIServer:
+                 authorization_mode: str = "AlwaysAllow", jwks_uri: str = "") -> GenericAPIServer:
     """core-api's server. ``runtime_config`` (``--runtime-config``, parsed) picks the served
     group-versions; a configuration kube would refuse raises ``RuntimeConfigError``."""
     enabled = runtimeconfig.enabled_versions(runtime_config or {}, available_group_versions(),
@@ -120,6 +121,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
         tokenrequest.install_token_request(server.by_resource[("", "serviceaccounts")],
                                            {"pods": server.by_resource[("", "pods")],
                                             "secrets": server.by_resource[("", "secrets")]}, token_issuer)
+        issuerdiscovery.install(server, token_issuer.issuer, jwks_uri, [token_issuer.key.public_key()])
     connect.install(server)  # pods/log, pods/exec, */proxy, ...
     if controllers is not None:
         garbagecollector_policy.enable(server.stores)  # a garbage collector runs: honour propagation
@@ -265,6 +267,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--service-account-signing-key-file", default="",
                         help="PEM private key (EC or RSA) that signs service account tokens; without it "
                              "serviceaccounts/token is not served")
+    parser.add_argument("--service-account-jwks-uri", default="",
+                        help="jwks_uri of the issuer discovery document (default: https://<advertise address>"
+                             "/openid/v1/jwks)")
     parser.add_argument("--service-account-max-token-expiration", type=int, default=0,
                         help="the longest a requested token may live, in seconds (0: no cap)")
     args = parser.parse_args(argv)
@@ -290,7 +295,8 @@ def main(argv: list[str] | None = None) -> None:
                               repair_interval=args.allocation_repair_interval,
                               ip_leak_grace=args.ipaddress_leak_grace_period,
                               runtime_config=runtimeconfig.parse(args.runtime_config),
-                              token_issuer=token_issuer, authorization_mode=args.authorization_mode)
+                              token_issuer=token_issuer, authorization_mode=args.authorization_mode,
+                              jwks_uri=args.service_account_jwks_uri)
     except runtimeconfig.RuntimeConfigError as err:
         print(f"Error: {err}", file=sys.stderr)  # kube-apiserver's start-up failure
         sys.exit(1)

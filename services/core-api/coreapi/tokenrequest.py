@@ -92,7 +92,9 @@ def install_token_request(accounts: Store, stores: dict[str, Store], issuer: Tok
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
         assert isinstance(spec, dict)
         spec = {"audiences": spec.get("audiences") or list(issuer.audiences),
-                "expirationSeconds": spec.get("expirationSeconds", DEFAULT_EXPIRATION),
+                # kube defaults a missing or null expirationSeconds (kubectl 1.27 sends null)
+                "expirationSeconds": DEFAULT_EXPIRATION if spec.get("expirationSeconds") is None
+                else spec["expirationSeconds"],
                 "boundObjectRef": spec.get("boundObjectRef")}
         _validate(name, spec)
         bound = await _bound_object(stores, namespace, spec["boundObjectRef"])
