@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 from genericapi.apimachinery.errors import APIError
+from genericapi.registry.fieldtracking import FieldTracker
 from genericapi.registry.options import ListOptions, ListResult
 from genericapi.registry.store import Store, _encode_continue
 from genericapi.storage.cacher import CacheEvent, CacheWatcher, Predicate, WatchClosed, WatchItem
@@ -43,6 +44,8 @@ _PAGE = 100  # objects read per round when a selector filters a limited list
 class ConvertingStore(Store):
     def __init__(self, *args: Any, converter: CRConverter, storage_version: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Conversion here is a webhook call: managedFields of other versions are not converted.
+        self.fields = FieldTracker(self.strategy)
         self.converter = converter
         self.storage_version = storage_version
         schema = getattr(self.strategy, "schema", None)

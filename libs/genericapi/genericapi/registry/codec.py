@@ -23,6 +23,14 @@ class JsonCodec:
         self._to_storage = to_storage
         self._from_storage = from_storage
 
+    def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` at the storage version (itself when served as stored)."""
+        return self._to_storage(obj) if self._to_storage is not None else obj
+
+    def from_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A stored object at the served version (may change ``obj``)."""
+        return self._from_storage(obj) if self._from_storage is not None else obj
+
     def encode(self, obj: dict[str, Any]) -> bytes:
         if self._to_storage is not None:
             obj = self._to_storage(obj)

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import functools
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from genericapi.apimachinery.fieldmanager.fieldset import FieldSet
-from genericapi.apimachinery.fieldmanager.managers import FieldManager
-from genericapi.apimachinery.fieldmanager.schema import SchemaResolver
+from genericapi.apimachinery.fieldmanager.managers import FieldManager, MissingVersionError
+from genericapi.apimachinery.fieldmanager.schema import SchemaResolver, TypeNode
 from genericapi.apimachinery.fieldmanager.typed import compare
 from genericapi.apimachinery.schemas import SchemaCatalog
 
+from .codec import JsonCodec
 from .strategy import Strategy
 
 log = logging.getLogger(__name__)
@@ -46,12 +48,24 @@ def resolver() -> SchemaResolver:
 
 
 class FieldTracker:
-    """The field manager of one resource's storage version."""
+    """The field manager of one served version of a resource.
 
-    def __init__(self, strategy: Strategy) -> None:
+    ``key_prefix`` and ``codec``: the trackers of every version served over the same stored
+    objects (autoscaling/v1 and v2 HPAs, a CRD's versions, core and events.k8s.io Events) find
+    each other by the stores' key prefix, and convert between their versions through the
+    storage version with their codecs, as kube's fieldmanager converts through the hub version.
+    A store whose conversion needs I/O (a CRD's conversion webhook) passes no codec: its
+    entries of other versions are then compared as if they were at its own."""
+
+    def __init__(self, strategy: Strategy, key_prefix: str = "", codec: JsonCodec | None = None) -> None:
         self._strategy = strategy
         self._manager: FieldManager | None = None
         self._schema_key: int | None = None
+        self.codec = codec
+        self._serving: weakref.WeakValueDictionary[str, FieldTracker] | None = None
+        if key_prefix and codec is not None:
+            self._serving = _SERVING.setdefault(key_prefix, weakref.WeakValueDictionary())
+            self._serving[strategy.info.api_version] = self
 
     def manager(self) -> FieldManager:
         schema = self._strategy.ownership_schema()
@@ -65,7 +79,8 @@ class FieldTracker:
                 # kube's ResetFieldsStrategy: the main resource ignores status, /status the spec.
                 reset = {"": FieldSet.of(("f:status",)), "status": FieldSet.of(("f:spec",))}
             self._manager = FieldManager(res.root(schema), self._strategy.info.api_version, reset=reset,
-                                         go_typed=self._strategy.schemas is not None)
+                                         go_typed=self._strategy.schemas is not None,
+                                         converter=_Versions(self._serving) if self._serving is not None else None)
             self._schema_key = key
         return self._manager
 
@@ -142,3 +157,38 @@ def _catalog_resolver(key: int, catalog: SchemaCatalog) -> SchemaResolver:
     res = resolver() if catalog is SchemaCatalog.load("1.33") else SchemaResolver(catalog.definitions)
     _CATALOG_RESOLVERS[key] = (catalog, res)
     return res
+
+
+#: Trackers by stores' key prefix, then by API version (the versions served over one storage).
+_SERVING: dict[str, weakref.WeakValueDictionary[str, FieldTracker]] = {}
+
+
+class _Versions:
+    """The fieldmanager's version converter over the trackers of one storage."""
+
+    __slots__ = ("_serving",)
+
+    def __init__(self, serving: weakref.WeakValueDictionary[str, FieldTracker]) -> None:
+        self._serving = serving
+
+    def _tracker(self, api_version: str) -> FieldTracker:
+        found = self._serving.get(api_version)
+        if found is None or found.codec is None:
+            raise MissingVersionError(api_version)
+        return found
+
+    def convert(self, obj: Any, from_version: str, to_version: str) -> Any:
+        source, target = self._tracker(from_version), self._tracker(to_version)
+        if not isinstance(obj, dict):
+            return obj
+        assert source.codec is not None and target.codec is not None
+        # A part of an object (what pruning left) still converts as the whole kind would.
+        stored = source.codec.to_storage({**obj, "apiVersion": from_version})
+        if stored is obj:
+            stored = dict(stored)
+        out = target.codec.from_storage(orjson.loads(orjson.dumps(stored)))
+        out["apiVersion"] = to_version
+        return out
+
+    def root(self, api_version: str) -> TypeNode:
+        return self._tracker(api_version).manager().root

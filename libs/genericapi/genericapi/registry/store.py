@@ -84,7 +84,7 @@ class Store:
         self.begin_update: BeginUpdateHook | None = None
         self.after_delete: AfterDeleteHook | None = None
         #: managedFields bookkeeping of writes that name a writer (fieldtracking.py).
-        self.fields = FieldTracker(strategy)
+        self.fields = FieldTracker(strategy, self.key_prefix, self.codec)
         #: Warning sent with every response of a deprecated resource ("": none).
         self.deprecation_warning = ""
         #: POST on ``<object>/<subresource>``, by subresource name (see SubresourceCreate).

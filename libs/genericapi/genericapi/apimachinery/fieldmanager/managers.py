@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -49,6 +49,22 @@ _STRIP = FieldSet.of(
 
 class ManagedFieldsError(ValueError):
     """``metadata.managedFields`` that cannot be decoded."""
+
+
+class MissingVersionError(LookupError):
+    """No form of the object at an entry's version (kube's ``IsMissingVersionError``: the
+    entry is dropped)."""
+
+
+class VersionConverter(Protocol):
+    """kube's fieldmanager ``versionConverter``: the object at another version of its resource,
+    and that version's types. Ownership is recorded and compared in each entry's version."""
+
+    def convert(self, obj: Any, from_version: str, to_version: str) -> Any:
+        """``obj`` (at ``from_version``) at ``to_version``; raises :class:`MissingVersionError`."""
+
+    def root(self, api_version: str) -> TypeNode:
+        """The root type of the kind at ``api_version``; raises :class:`MissingVersionError`."""
 
 
 @dataclass
@@ -242,39 +258,70 @@ class FieldManager:
     """Field ownership of one kind at one API version (the objects' root type)."""
 
     def __init__(self, root: TypeNode, api_version: str, *, reset: dict[str, FieldSet] | None = None,
-                 go_typed: bool = False) -> None:
+                 go_typed: bool = False, converter: VersionConverter | None = None) -> None:
         self.root = root
         self.api_version = api_version
+        #: Other versions of the resource (None: entries of other versions are compared as if
+        #: they were at this one).
+        self.converter = converter
         #: Fields a subresource's strategy resets (kube's ResetFieldsStrategy), by subresource.
         self.reset = reset or {}
         #: Built-in kinds: creates compare against Go's empty object, not nothing.
         self.go_typed = go_typed
 
+    def _convert(self, obj: Any, from_version: str, to_version: str) -> Any:
+        if obj is MISSING or from_version == to_version or self.converter is None:
+            return obj
+        return self.converter.convert(obj, from_version, to_version)
+
+    def _root(self, api_version: str) -> TypeNode:
+        if api_version == self.api_version or self.converter is None:
+            return self.root
+        return self.converter.root(api_version)
+
+    def _filtered(self, cmp: Comparison, subresource: str) -> Comparison:
+        ignored = self.reset.get(subresource)
+        if ignored is None:
+            return cmp
+        return Comparison(cmp.added.recursive_difference(ignored), cmp.modified.recursive_difference(ignored),
+                          cmp.removed.recursive_difference(ignored))
+
     def _update_sets(self, live: Any, new: Any, managed: Managed, self_ident: str,
                      force: bool, subresource: str) -> Comparison:
-        """SMD ``Updater.update``: other managers lose what changed; conflicts unless forced."""
-        cmp = compare(live, new, self.root)
-        ignored = self.reset.get(subresource)
-        if ignored is not None:
-            cmp = Comparison(cmp.added.recursive_difference(ignored), cmp.modified.recursive_difference(ignored),
-                             cmp.removed.recursive_difference(ignored))
+        """SMD ``Updater.update``: other managers lose what changed (compared in each one's
+        version, both objects converted to it); conflicts unless forced."""
+        cmp = self._filtered(compare(live, new, self.root), subresource)
         others = [ident for ident in managed if ident != self_ident]
         if not others:
             return cmp
-        changed = cmp.modified.union(cmp.added) if not cmp.modified.empty() else cmp.added
+        versions: dict[str, tuple[Comparison, FieldSet]] = {}
         conflicts: list[tuple[str, Path]] = []
-        for ident in sorted(managed):
-            if ident == self_ident:
-                continue
+        for ident in sorted(others):
             entry = managed[ident]
+            version = entry.api_version
+            found = versions.get(version)
+            if found is None:
+                if version == self.api_version or self.converter is None:
+                    at = cmp
+                else:
+                    try:
+                        at = self._filtered(compare(self._convert(live, self.api_version, version),
+                                                    self._convert(new, self.api_version, version),
+                                                    self._root(version)), subresource)
+                    except MissingVersionError:
+                        del managed[ident]
+                        continue
+                changed = at.modified.union(at.added) if not at.modified.empty() else at.added
+                found = versions[version] = (at, changed)
+            at, changed = found
             taken = entry.fields.intersection(changed)
             if not taken.empty():
                 if not force:
                     conflicts.extend((ident, p) for p in taken.paths())
                     continue
                 entry.fields = entry.fields.difference(taken)
-            if not cmp.removed.empty():
-                entry.fields = entry.fields.difference(cmp.removed)
+            if not at.removed.empty():
+                entry.fields = entry.fields.difference(at.removed)
         if conflicts:
             raise _Conflicts(conflicts)
         for ident in list(managed):
@@ -392,9 +439,10 @@ class FieldManager:
         if ignored is not None:
             applied = applied.recursive_difference(ignored)
         managed[ident] = Entry(applied, self.api_version, True, previous_time)
-        if last is not None and not last.fields.difference(applied).empty():
+        if last is not None and (last.api_version != self.api_version
+                                 or not last.fields.difference(applied).empty()):
             # Only what the applier owned and no longer applies can go.
-            merged = self._prune(merged, managed, last.fields)
+            merged = self._prune(merged, managed, last)
         self._update_sets(live_cmp, merged, managed, ident, force, subresource)
         _strip(managed)
         if merged != live_cmp and ident in managed:
@@ -412,21 +460,42 @@ class FieldManager:
             out_meta.pop("managedFields", None)
         return out
 
-    def _prune(self, merged: Any, managed: Managed, last: FieldSet) -> Any:
+    def _prune(self, merged: Any, managed: Managed, last: Entry) -> Any:
         """SMD ``prune``: drop what the applier owned last time, no longer applies, and nobody
-        else owns (after adding back owned and dangling items)."""
-        root = self.root
-        last_e = ensure_named_fields_are_members(last, root)
-        pruned = remove_items(merged, last_e, root)
-        owned = FieldSet()
+        else owns (after adding back owned and dangling items), in the version of the
+        applier's last entry; owned items are added back in each manager's version."""
+        version = last.api_version
+        try:
+            root = self._root(version)
+            at_last = self._convert(merged, self.api_version, version)
+        except MissingVersionError:
+            return merged
+        last_e = ensure_named_fields_are_members(last.fields, root)
+        pruned = _or_empty(remove_items(at_last, last_e, root))
+        owned_by_version: dict[str, FieldSet] = {}
         for entry in managed.values():
-            owned = owned.union(entry.fields)
-        merged_set = ensure_named_fields_are_members(to_field_set(merged, root), root)
-        pruned_set = ensure_named_fields_are_members(to_field_set(_or_empty(pruned), root), root)
-        owned_e = ensure_named_fields_are_members(owned, root)
-        pruned = remove_items(merged, merged_set.difference(pruned_set.union(owned_e)), root)
-        pruned_set = ensure_named_fields_are_members(to_field_set(_or_empty(pruned), root), root)
-        return _or_empty(remove_items(merged, merged_set.difference(pruned_set).intersection(last_e), root))
+            have = owned_by_version.get(entry.api_version)
+            owned_by_version[entry.api_version] = entry.fields if have is None else have.union(entry.fields)
+        # Owned items at the pruned version first (what conversion may need), then the others.
+        order = sorted(owned_by_version, key=lambda v: (v != version, v))
+        pruned_version = version
+        for owned_version in order:
+            try:
+                v_root = self._root(owned_version)
+                v_merged = self._convert(merged, self.api_version, owned_version)
+                v_pruned = self._convert(pruned, pruned_version, owned_version)
+            except MissingVersionError:
+                continue
+            merged_set = ensure_named_fields_are_members(to_field_set(v_merged, v_root), v_root)
+            pruned_set = ensure_named_fields_are_members(to_field_set(v_pruned, v_root), v_root)
+            owned_e = ensure_named_fields_are_members(owned_by_version[owned_version], v_root)
+            pruned = _or_empty(remove_items(v_merged, merged_set.difference(pruned_set.union(owned_e)), v_root))
+            pruned_version = owned_version
+        pruned = self._convert(pruned, pruned_version, version)
+        merged_set = ensure_named_fields_are_members(to_field_set(at_last, root), root)
+        pruned_set = ensure_named_fields_are_members(to_field_set(pruned, root), root)
+        out = _or_empty(remove_items(at_last, merged_set.difference(pruned_set).intersection(last_e), root))
+        return self._convert(out, version, self.api_version)
 
 
 class _Conflicts(Exception):
