@@ -1,0 +1,165 @@
+"""Whether a policy's ``matchConstraints`` or a binding's ``matchResources`` cover a request.
+
+kube's ``policy/generic.Matcher`` over the webhook predicates: the namespace selector (the
+request's namespace's labels; a Namespace request uses the object's own), the object selector
+(the new or the old object's labels), ``excludeResourceRules`` then ``resourceRules`` (operations,
+apiGroups, apiVersions, ``resource/subresource`` with ``*``, scope, resourceNames). With
+``matchPolicy: Equivalent`` (the default) a rule naming another version of the same group and
+resource matches too; kube would then convert the object to that version, which is not done here
+(objects are seen in the request's version). Selector errors count only when the rules match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from genericapi.apimachinery.admission import Attributes
+from genericapi.apimachinery.labels import LabelSelector, LabelSelectorError, from_label_selector_object
+
+#: Resources the expression-based admission plugins never see (kube's admission exclusion list).
+EXCLUDED = frozenset({
+    ("authentication.k8s.io", "selfsubjectreviews"), ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"), ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"), ("authorization.k8s.io", "subjectaccessreviews"),
+})
+
+NamespaceLookup = Callable[[str], "dict[str, Any] | None"]
+
+
+class MatchError(Exception):
+    """A selector that cannot be evaluated (kube: a configuration error of the policy or binding)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    operations: tuple[str, ...]
+    groups: tuple[str, ...]
+    versions: tuple[str, ...]
+    resources: tuple[tuple[str, str], ...]
+    scope: str
+    names: tuple[str, ...]
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _split(resource: str) -> tuple[str, str]:
+    res, _, sub = resource.partition("/")
+    return res, sub
+
+
+def parse_rules(rules: Any) -> tuple[Rule, ...]:
+    out = []
+    for r in rules if isinstance(rules, list) else ():
+        if isinstance(r, dict):
+            out.append(Rule(_strings(r.get("operations")), _strings(r.get("apiGroups")),
+                            _strings(r.get("apiVersions")), tuple(_split(x) for x in _strings(r.get("resources"))),
+                            str(r.get("scope") or "*"), _strings(r.get("resourceNames"))))
+    return tuple(out)
+
+
+def _any(allowed: tuple[str, ...], value: str) -> bool:
+    return "*" in allowed or value in allowed
+
+
+def _scope(rule: Rule, attrs: Attributes) -> bool:
+    is_namespace = attrs.group == "" and attrs.resource == "namespaces"
+    if rule.scope == "Namespaced":
+        return not is_namespace and attrs.namespace != ""
+    if rule.scope == "Cluster":
+        return is_namespace or attrs.namespace == ""
+    return True
+
+
+def _resource(rule: Rule, attrs: Attributes) -> bool:
+    return any((res == "*" or res == attrs.resource) and (sub == "*" or sub == attrs.subresource)
+               for res, sub in rule.resources)
+
+
+def _name(rule: Rule, attrs: Attributes) -> bool:
+    if not rule.names:
+        return True
+    return attrs.name in rule.names  # kube: the request's name ("" for a generateName create)
+
+
+def rule_matches(rule: Rule, attrs: Attributes, equivalent: bool) -> bool:
+    if not (_any(rule.operations, attrs.operation) and _any(rule.groups, attrs.group) and _scope(rule, attrs)
+            and _resource(rule, attrs) and _name(rule, attrs)):
+        return False
+    return equivalent or _any(rule.versions, attrs.version)
+
+
+@dataclass(frozen=True)
+class MatchResources:
+    """A parsed ``matchResources``: selectors and rules ready for every request."""
+
+    namespace_selector: LabelSelector | None
+    object_selector: LabelSelector | None
+    selector_error: str
+    rules: tuple[Rule, ...]
+    exclude: tuple[Rule, ...]
+    equivalent: bool
+
+    @classmethod
+    def parse(cls, spec: Any) -> MatchResources:
+        spec = spec if isinstance(spec, dict) else {}
+        err = ""
+        ns_sel = obj_sel = None
+        try:
+            ns_sel = from_label_selector_object(spec.get("namespaceSelector") or {})
+            obj_sel = from_label_selector_object(spec.get("objectSelector") or {})
+        except (LabelSelectorError, ValueError) as e:
+            err = str(e)
+        return cls(ns_sel, obj_sel, err, parse_rules(spec.get("resourceRules")),
+                   parse_rules(spec.get("excludeResourceRules")), spec.get("matchPolicy", "Equivalent") != "Exact")
+
+    def matches(self, attrs: Attributes, namespaces: NamespaceLookup) -> bool:
+        """Whether the request is covered (no ``resourceRules``: every resource); raises
+        ``MatchError`` for a selector kube could not use on a request its rules match."""
+        ns_ok, ns_err = self._namespace(attrs, namespaces)
+        if not ns_ok and not ns_err:
+            return False
+        obj_ok, obj_err = self._object(attrs)
+        if not obj_ok and not obj_err:
+            return False
+        if any(rule_matches(r, attrs, False) for r in self.exclude) or (
+                self.equivalent and any(rule_matches(r, attrs, True) for r in self.exclude)):
+            return False
+        if self.rules and not any(rule_matches(r, attrs, False) for r in self.rules) and not (
+                self.equivalent and any(rule_matches(r, attrs, True) for r in self.rules)):
+            return False
+        if ns_err or obj_err:
+            raise MatchError(ns_err or obj_err)
+        return True
+
+    def _namespace(self, attrs: Attributes, namespaces: NamespaceLookup) -> tuple[bool, str]:
+        is_namespace = attrs.group == "" and attrs.resource == "namespaces"
+        if not attrs.namespace and not is_namespace:
+            return True, ""  # cluster-scoped, not a Namespace: never exempted
+        if self.selector_error:
+            return False, self.selector_error
+        if self.namespace_selector is None or self.namespace_selector.empty:
+            return True, ""
+        if is_namespace:
+            obj = attrs.old_obj if attrs.operation == "DELETE" else attrs.obj
+            labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        else:
+            ns = namespaces(attrs.namespace)
+            if ns is None:
+                return False, f'namespaces "{attrs.namespace}" not found'
+            labels = (ns.get("metadata") or {}).get("labels") or {}
+        return self.namespace_selector.matches(labels), ""
+
+    def _object(self, attrs: Attributes) -> tuple[bool, str]:
+        if self.selector_error:
+            return False, self.selector_error
+        sel = self.object_selector
+        if sel is None or sel.empty:
+            return True, ""
+        for obj in (attrs.obj, attrs.old_obj):
+            if obj is not None and sel.matches(((obj.get("metadata") or {}).get("labels")) or {}):
+                return True, ""
+        return False, ""
