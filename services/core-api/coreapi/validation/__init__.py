@@ -13,7 +13,7 @@ from typing import Any
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 
-from . import batch, configdata, pods, podupdate, scheduling, services, workloads
+from . import admissionpolicy, batch, configdata, pods, podupdate, scheduling, services, workloads
 
 Validator = Callable[[dict[str, Any]], list[FieldError]]
 UpdateValidator = Callable[[dict[str, Any], dict[str, Any]], list[FieldError]]
@@ -34,6 +34,8 @@ _CREATE: dict[tuple[str, str], Validator] = {
     ("batch", "Job"): batch.validate_job,
     ("batch", "CronJob"): batch.validate_cron_job,
     ("scheduling.k8s.io", "PriorityClass"): scheduling.validate_priority_class,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): admissionpolicy.validate_policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): admissionpolicy.validate_binding,
 }
 
 
