@@ -1,8 +1,16 @@
 """Authentication at the gateway: client certificates (CN = user, O = groups), static bearer
 tokens (``--token-auth-file``, kube-apiserver's CSV format) and service account tokens (JWTs from
 TokenRequest, checked for signature, issuer, audience, expiry and that the account still exists
-with the uid the token names), in kube's order. The result travels to the backends as
-``X-Remote-User`` / ``X-Remote-Group`` / ``X-Remote-Extra-*``.
+with the uid the token names), legacy service account tokens and bootstrap tokens (tokenauth.py),
+in kube's order. The result travels to the backends as ``X-Remote-User`` / ``X-Remote-Group`` /
+``X-Remote-Extra-*``.
+
+As kube's authenticator with ``--anonymous-auth`` (kube's default; ``anonymous``): a request
+that presents no credentials at all is ``system:anonymous`` in ``system:unauthenticated``, left to
+the authorizer; a bearer token that no authenticator accepts stays a failure (None: the 401), as
+kube's union fails on an error before the anonymous authenticator is asked. A header that is not a
+non-empty bearer token (``Basic ...``, ``Bearer`` alone) is no credential, as kube's bearer token
+authenticator ignores it.
 """
 
 from __future__ import annotations
@@ -18,8 +26,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from genericapi.apimachinery import serviceaccount as satoken
-from genericapi.apimachinery.user import UserInfo
+from genericapi.apimachinery.user import ANONYMOUS_USER, UserInfo
 from genericapi.server.tls import peer_identity
+
+from .tokenauth import BootstrapTokens, LegacyTokens
 
 __all__ = ["Authenticator", "UserInfo", "load_token_file"]
 
@@ -82,11 +92,19 @@ def _public_key(pem: bytes) -> satoken.PublicKey:
 
 
 class Authenticator:
-    def __init__(self, tokens: dict[str, UserInfo], service_accounts: ServiceAccountTokens | None = None) -> None:
+    def __init__(self, tokens: dict[str, UserInfo], service_accounts: ServiceAccountTokens | None = None,
+                 *, anonymous: bool = False) -> None:
         self.tokens = tokens
         self.service_accounts = service_accounts
+        #: Legacy Secret-based service account tokens (with a Secret view; None: not accepted).
+        self.legacy: LegacyTokens | None = None
+        #: ``--enable-bootstrap-token-auth`` (None: off, kube-apiserver's own default).
+        self.bootstrap: BootstrapTokens | None = None
+        #: ``--anonymous-auth``: a request without credentials is system:anonymous (else a 401).
+        self.anonymous = anonymous
 
     def authenticate(self, scope: MutableMapping[str, Any]) -> UserInfo | None:
+        """The user, ``system:anonymous`` for no credentials (when enabled), or None: a 401."""
         identity = peer_identity(scope)
         if identity is not None and identity[0]:
             cn, orgs = identity
@@ -96,9 +114,18 @@ class Authenticator:
                 text = v.decode("latin-1")
                 if text[:7].lower() == "bearer ":
                     token = text[7:].strip()
-                    user = self.tokens.get(token)
-                    if user is not None:
-                        return UserInfo(user.name, (*user.groups, "system:authenticated"), user.uid)
-                    if self.service_accounts is not None:
-                        return self.service_accounts.authenticate(token)
+                    if token:
+                        return self.authenticate_token(token)
+        return ANONYMOUS_USER if self.anonymous else None
+
+    def authenticate_token(self, token: str) -> UserInfo | None:
+        """A bearer token's user, asking each token authenticator in kube's order."""
+        user = self.tokens.get(token)
+        if user is not None:
+            return UserInfo(user.name, (*user.groups, "system:authenticated"), user.uid)
+        for authenticator in (self.service_accounts, self.legacy, self.bootstrap):
+            if authenticator is not None:
+                user = authenticator.authenticate(token)
+                if user is not None:
+                    return user
         return None

@@ -288,7 +288,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=args.log_level, format="%(asctime)s core-api %(levelname)s %(name)s: %(message)s")
     options = None
     if args.controllers:
-        options = ControllerOptions(root_ca=Path(args.root_ca_file).read_text() if args.root_ca_file else "")
+        options = ControllerOptions(root_ca=Path(args.root_ca_file).read_text() if args.root_ca_file else "",
+                                    service_account_key=token_issuer.key if token_issuer is not None else None)
     try:
         server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port,
                               controllers=options, service_cidr=service_cidr, node_ports=node_ports,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.controllers import ClientSet, Controller, ControllerManager
 from genericapi.server.apiserver import GenericAPIServer, client_ssl_context
 
@@ -19,6 +20,8 @@ from .namespace import NamespaceController
 from .podgc import PodGarbageCollector
 from .rootca import RootCAPublisher
 from .serviceaccounts import ServiceAccountsController
+from .tokencleaner import TokenCleaner
+from .tokens import TokensController
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,8 @@ LEASE_NAME = "kube-controller-manager"
 class ControllerOptions:
     #: PEM of the cluster CA published as kube-root-ca.crt ("" leaves the publisher off).
     root_ca: str = ""
+    #: Signs the legacy tokens of service-account-token Secrets (None leaves the tokens controller off).
+    service_account_key: satoken.PrivateKey | None = None
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -38,12 +43,16 @@ def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tu
     """Every controller core-api runs, with its number of workers."""
     out: list[tuple[Controller, int]] = [(ServiceAccountsController(clients), 2)]
     out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4)]
+    if any((r.group, r.plural) == ("", "secrets") for r in clients.resources()):
+        out.append((TokenCleaner(clients), 1))  # on as kubeadm enables it (kube's own default: off)
     if any((r.group, r.plural) == ("", "pods") for r in clients.resources()):
         out.append((PodGarbageCollector(clients), 1))
     if any((r.group, r.plural) == ("rbac.authorization.k8s.io", "clusterroles") for r in clients.resources()):
         out.append((ClusterRoleAggregationController(clients), 1))
     if options.root_ca:
         out.append((RootCAPublisher(clients, options.root_ca), 2))
+    if options.service_account_key is not None:
+        out.append((TokensController(clients, options.service_account_key, options.root_ca), 1))
     return out
 
 
