@@ -26,6 +26,7 @@ from genericapi.apimachinery.user import UserInfo
 from starlette.types import Message, Receive, Scope, Send
 
 from .faults import Effect, FaultInjector, FaultPlan, FaultRule, parse_rules
+from .filters import send_status
 
 __all__ = ["ADMIN_PATH", "apply_plan", "is_admin_path", "serve_admin"]
 
@@ -47,7 +48,7 @@ async def serve_admin(injector: FaultInjector, scope: Scope, receive: Receive, s
     path = scope["path"]
     if ADMIN_GROUP not in user.groups:
         # kube's responsewriters.Forbidden for a non-resource request: the verb is the lowercase method.
-        await _send_status(send, APIError(403, "Forbidden",
+        await send_status(send, APIError(403, "Forbidden",
                                           f'forbidden: User "{user.name}" cannot {method.lower()} path "{path}"',
                                           {}))
         return
@@ -55,7 +56,7 @@ async def serve_admin(injector: FaultInjector, scope: Scope, receive: Receive, s
     try:
         status, body = await _admin(injector, method, name, receive)
     except APIError as err:
-        await _send_status(send, err)
+        await send_status(send, err)
         return
     await _send_json(send, status, body)
 
@@ -135,17 +136,17 @@ async def _answer(plan: FaultPlan, effect: Effect, scope: Scope, send: Send) -> 
     info = plan.info
     rule = plan.answer.name if plan.answer is not None else ""
     if effect.type == "TooManyRequests":
-        await _send_status(send, apierrors.too_many_requests(
+        await send_status(send, apierrors.too_many_requests(
             effect.message or "Too many requests, please try again later.", effect.retry_after_seconds))
     elif effect.type == "InternalError":
-        await _send_status(send, apierrors.internal_error(
+        await send_status(send, apierrors.internal_error(
             effect.message or f'injected by kubechain fault rule "{rule}"'))
     elif effect.type == "ServiceUnavailable":
-        await _send_status(send, apierrors.service_unavailable(
+        await send_status(send, apierrors.service_unavailable(
             effect.message or f'the server is currently unable to handle the request (injected by kubechain fault '
                               f'rule "{rule}")'))
     elif effect.type == "Conflict":
-        await _send_status(send, apierrors.optimistic_lock(info.api_group, info.resource, info.name))
+        await send_status(send, apierrors.optimistic_lock(info.api_group, info.resource, info.name))
     elif effect.type == "WatchExpired":
         await _send_expired_watch(scope, send)
 
@@ -240,14 +241,6 @@ class WatchCutter:
         if final:
             self._finished = True
         await self._send(message)
-
-
-async def _send_status(send: Send, err: APIError) -> None:
-    body = err.body()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in err.headers.items())
-    await send({"type": "http.response.start", "status": err.code, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def _send_json(send: Send, status: int, body: Any) -> None:

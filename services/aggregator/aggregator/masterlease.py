@@ -22,7 +22,7 @@ from genericapi.apimachinery.masterleases import (
 )
 from genericapi.controllers.tasks import cancel_and_wait
 from genericapi.storage.errors import StorageError
-from genericapi.storage.etcd import EtcdClient
+from genericapi.storage.etcd import EtcdClient, EtcdTLS
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,9 @@ class MasterLease:
     """Keeps ``<prefix>/masterleases/<ip>:<port>`` alive while the gateway runs."""
 
     def __init__(self, etcd_servers: list[str], etcd_prefix: str, ip: str, port: int,
-                 interval: float = RENEW_INTERVAL_SECONDS, ttl: int = LEASE_TTL_SECONDS) -> None:
-        self.etcd = EtcdClient(etcd_servers)
+                 interval: float = RENEW_INTERVAL_SECONDS, ttl: int = LEASE_TTL_SECONDS,
+                 etcd_tls: EtcdTLS | None = None) -> None:
+        self.etcd = EtcdClient(etcd_servers, tls=etcd_tls)
         self.key = lease_key(etcd_prefix, ip, port)
         self.value = lease_value(ip, port)
         self.interval, self.ttl = interval, ttl
@@ -81,9 +82,10 @@ class MasterLease:
         await self.etcd.close()
 
 
-def for_gateway(etcd_servers: str, etcd_prefix: str, bind_address: str, port: int) -> MasterLease | None:
+def for_gateway(etcd_servers: str, etcd_prefix: str, bind_address: str, port: int,
+                etcd_tls: EtcdTLS | None = None) -> MasterLease | None:
     """The lease of a gateway with this configuration (none without etcd)."""
     servers = [e.strip() for e in etcd_servers.split(",") if e.strip()]
     if not servers:
         return None
-    return MasterLease(servers, etcd_prefix, advertised_ip(bind_address), port)
+    return MasterLease(servers, etcd_prefix, advertised_ip(bind_address), port, etcd_tls=etcd_tls)

@@ -20,16 +20,14 @@ from typing import Any
 
 import aiohttp
 import orjson
-from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import serviceaccount as satoken
-from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, forbidden
-from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
-from genericapi.apimachinery.user import UserInfo
+from genericapi.apimachinery.authorization import Authorizer
+from genericapi.apimachinery.requestinfo import RequestInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.rbacview import RBACView
 from genericapi.server import metrics
 from genericapi.server.apiserver import add_identity_flags, api_audiences, client_ssl_context
-from genericapi.server.app import ADMIN_PREFIXES, Dispatcher, build_app, run_forever, serve
+from genericapi.server.app import Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.discovery import wants_aggregated
 from genericapi.server.health import HealthChecks
@@ -37,7 +35,7 @@ from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
 from starlette.types import Message, Receive, Scope, Send
 
-from . import faults_http, impersonation, masterlease, merged, openapi_merge
+from . import faults_http, filters, masterlease, merged, openapi_merge
 from .accounts import ServiceAccountView
 from .apiservices.layer import APIServiceLayer, LayerConfig
 from .auth import Authenticator, ServiceAccountTokens, load_public_keys, load_token_file
@@ -53,10 +51,6 @@ from .faults import FaultInjector
 from .routing import RoutingTable
 
 log = logging.getLogger(__name__)
-
-#: Paths anyone may read without credentials, as kube-apiserver's system:public-info-viewer.
-PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
-
 
 @dataclass
 class GatewayConfig:
@@ -118,39 +112,23 @@ class Gateway:
         return preferred[turn:] + preferred[:turn] + rest
 
     def _user_headers(self, scope: Scope) -> list[tuple[str, str]]:
-        user = scope.get("kubechain.user")
+        user = filters.user_of(scope)
         return user.headers() if user is not None else []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The API mux behind the handler chain (filters.py): the user is authenticated and
+        authorized by now."""
         if scope["type"] != "http":
             return
-        user = self.authenticator.authenticate(scope)
-        if user is None:
-            await _send_status(send, apierrors.unauthorized())
-            return
-        asked = impersonation.requested(scope["headers"])
-        if asked:
-            try:
-                user = await impersonation.impersonate(user, asked, self.authorizer)
-            except apierrors.APIError as err:
-                await _send_status(send, err)
-                return
-        scope["kubechain.user"] = user
         if faults_http.is_admin_path(scope["path"]):
-            await faults_http.serve_admin(self.faults, scope, receive, send, user)
+            await faults_http.serve_admin(self.faults, scope, receive, send, scope[filters.USER])
             return
-        info = request_info(scope)
-        if self.authorizer is not None:
-            attributes = authorization_attributes(scope, info, user)
-            decision, reason = await self.authorizer.authorize(attributes)
-            if decision is not Decision.ALLOW:
-                await _send_status(send, forbidden(attributes, reason))
-                return
+        info = filters.request_info_of(scope)
         if scope["method"] in ("GET", "HEAD") and (len(self.config.members) > 1 or self.control is not None) \
                 and scope["path"].rstrip("/") in MERGED_PATHS and await self._merged(scope, send):
             return
         labels = request_labels(scope, info)
-        plan = self.faults.plan(info, user) if self.faults.rules and info is not None else None
+        plan = self.faults.plan(info, scope[filters.USER]) if self.faults.rules and info is not None else None
         code = 0
 
         async def counting_send(message: Message) -> None:
@@ -312,36 +290,6 @@ class Gateway:
         return True
 
 
-class ShellAuthentication:
-    """Authentication for the paths the gateway's shell answers itself (health, version, metrics),
-    as kube's filter runs before every handler: credentials that do not authenticate are a 401
-    everywhere (an invalid bearer token on ``/version`` too); with none, health and version stay
-    public and ``/metrics`` (kube: authenticated and authorized, ``system:monitoring``) is a 401."""
-
-    def __init__(self, app: Dispatcher, authenticator: Authenticator) -> None:
-        self.app = app
-        self.authenticator = authenticator
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(ADMIN_PREFIXES) \
-                and self.authenticator.authenticate(scope) is None \
-                and (scope["path"].rstrip("/") == "/metrics" or _has_token(scope)):
-            await _send_status(send, apierrors.unauthorized())
-            return
-        await self.app(scope, receive, send)
-
-
-def _has_token(scope: Scope) -> bool:
-    return any(k == b"authorization" for k, _ in scope["headers"])
-
-
-async def _send_status(send: Send, err: apierrors.APIError) -> None:
-    body = err.body()
-    await send({"type": "http.response.start", "status": err.code,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
 #: Documents the gateway answers itself by merging its members' (see ``Gateway._merged``).
 MERGED_PATHS = ("/api", "/apis", "/openapi/v2", "/openapi/v3")
 
@@ -352,28 +300,6 @@ async def _send_body(scope: Scope, send: Send, ctype: str, body: bytes,
                (b"vary", b"Accept"), *(extra or [])]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
-
-
-def request_info(scope: Scope) -> RequestInfo | None:
-    """The request in Kubernetes terms, parsed once here at the first hop (kept in the scope for
-    everything after); None for a path kube itself cannot interpret."""
-    try:
-        info = parse_request_info(scope["method"], scope["path"], scope.get("query_string", b"").decode("latin-1"))
-    except RequestInfoError:
-        return None
-    scope["kubechain.request_info"] = info
-    return info
-
-
-def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserInfo) -> Attributes:
-    """What the authorizer is asked, from the one RequestInfo (a path kube cannot read as a resource
-    is asked as a non-resource request)."""
-    if info is None or not info.is_resource_request:
-        verb = info.verb if info is not None else scope["method"].lower()
-        return Attributes(user, verb, False, path=scope["path"])
-    return Attributes(user, info.verb, True, namespace=info.namespace, api_group=info.api_group,
-                      api_version=info.api_version, resource=info.resource, subresource=info.subresource,
-                      name=info.name, path=scope["path"])
 
 
 def request_labels(scope: Scope, info: RequestInfo | None) -> tuple[str, str, str, str, str]:
@@ -513,8 +439,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
         if gateway.apiservices is not None:
             await gateway.apiservices.stop()
 
-    app = ShellAuthentication(Dispatcher(build_app("aggregator", gateway, health, on_start=start, on_stop=stop),
-                                          gateway), gateway.authenticator)
+    shell = build_app("aggregator", gateway, health, on_start=start, on_stop=stop)
+    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}

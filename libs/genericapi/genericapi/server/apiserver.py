@@ -27,7 +27,7 @@ from genericapi.registry.codec import JsonCodec
 from genericapi.registry.store import AdmissionHook, Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
-from genericapi.storage.etcd import EtcdClient
+from genericapi.storage.etcd import EtcdClient, EtcdTLS
 
 from . import encryptionconfig
 from .app import Dispatcher, build_app, serve
@@ -71,12 +71,15 @@ class ServerConfig:
     grpc_port: int = 0
     #: kube's ``--encryption-provider-config``: an EncryptionConfiguration file ("": nothing encrypted).
     encryption_provider_config: str = ""
+    #: ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``: TLS to etcd (empty: plain).
+    etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
     parser.add_argument("--etcd-servers", "--etcd-endpoints", dest="etcd_endpoints",
                         default="http://127.0.0.1:2379", help="comma-separated etcd client URLs")
     parser.add_argument("--etcd-prefix", default="/registry", help="key prefix of every object in etcd")
+    add_etcd_tls_flags(parser)
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=default_port)
     parser.add_argument("--bind-unix-socket", default="",
@@ -105,6 +108,18 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
     parser.add_argument("--encryption-provider-config", default="",
                         help="EncryptionConfiguration file: which resources are encrypted in etcd, and how")
     parser.add_argument("--log-level", default="INFO")
+
+
+def add_etcd_tls_flags(parser: argparse.ArgumentParser) -> None:
+    """kube-apiserver's etcd client TLS flags."""
+    parser.add_argument("--etcd-cafile", default="",
+                        help="SSL Certificate Authority file used to secure etcd communication")
+    parser.add_argument("--etcd-certfile", default="", help="SSL certification file used to secure etcd communication")
+    parser.add_argument("--etcd-keyfile", default="", help="SSL key file used to secure etcd communication")
+
+
+def etcd_tls_from_args(args: argparse.Namespace) -> EtcdTLS:
+    return EtcdTLS(args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile)
 
 
 def add_identity_flags(parser: argparse.ArgumentParser) -> None:
@@ -145,6 +160,7 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         grpc_unix_socket=args.grpc_bind_unix_socket,
         grpc_port=args.grpc_port,
         encryption_provider_config=args.encryption_provider_config,
+        etcd_tls=etcd_tls_from_args(args),
     )
 
 
@@ -163,7 +179,7 @@ class GenericAPIServer:
                  storage_hash: Callable[[ResourceInfo], str] = lambda _i: "",
                  definitions: dict[str, Any] | None = None) -> None:
         self.config = config
-        self.etcd = EtcdClient(config.etcd_endpoints)
+        self.etcd = EtcdClient(config.etcd_endpoints, tls=config.etcd_tls)
         self.encryption = encryptionconfig.load(config.encryption_provider_config) \
             if config.encryption_provider_config else None
         self.stores: list[Store] = []

@@ -2,7 +2,10 @@
 
 One CA signs: the gateway's serving certificate, the backends' serving certificate, the
 gateway's proxy client certificate (backends accept only it) and an admin client certificate
-in ``system:masters`` for the kubeconfig. Files are written once and reused on later starts.
+in ``system:masters`` for the kubeconfig. etcd has a CA of its own (``etcd-ca.crt``, kubeadm's
+``etcd/ca.crt``; flat names, as Secret keys must be): it signs etcd's serving and peer certificate
+and the API servers' etcd client certificate, so no certificate the API's CA issues to a user
+opens etcd. Files are written once and reused on later starts.
 """
 
 from __future__ import annotations
@@ -42,6 +45,21 @@ class CertPaths:
 
     def pair(self, name: str) -> tuple[str, str]:
         return self.file(f"{name}.crt"), self.file(f"{name}.key")
+
+    @property
+    def etcd_ca(self) -> str:
+        """The CA etcd trusts for clients and peers (kubeadm's ``etcd/ca.crt``)."""
+        return self.file("etcd-ca.crt")
+
+    @property
+    def etcd_server(self) -> tuple[str, str]:
+        """etcd's serving certificate, also its peer certificate (server and client usages)."""
+        return self.pair("etcd-server")
+
+    @property
+    def etcd_client(self) -> tuple[str, str]:
+        """The API servers' etcd client certificate (kubeadm's ``apiserver-etcd-client``)."""
+        return self.pair("apiserver-etcd-client")
 
     @property
     def sa_key(self) -> str:
@@ -91,6 +109,22 @@ def _general_names(values: Sequence[str]) -> list[x509.GeneralName]:
     return out
 
 
+def _new_ca(crt: str, key_path: str, cn: str, now: datetime.datetime) -> None:
+    ca_key = _key()
+    ca_name = _name(cn)
+    ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+               .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now).not_valid_after(now + 10 * _VALIDITY)
+               .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                            content_commitment=False, key_encipherment=False,
+                                            data_encipherment=False, key_agreement=False,
+                                            encipher_only=False, decipher_only=False), critical=True)
+               .sign(ca_key, hashes.SHA256()))
+    _write(key_path, _pem_key(ca_key), private=True)
+    _write(crt, ca_cert.public_bytes(serialization.Encoding.PEM))
+
+
 def ensure_certificates(directory: str | Path, extra_sans: Sequence[str] = ()) -> CertPaths:
     """Create any missing credential in ``directory``; existing files are kept.
 
@@ -103,29 +137,21 @@ def ensure_certificates(directory: str | Path, extra_sans: Sequence[str] = ()) -
     paths.dir.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     if not os.path.exists(paths.ca):
-        ca_key = _key()
-        ca_name = _name("kubechain-ca")
-        ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-                   .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now).not_valid_after(now + 10 * _VALIDITY)
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                   .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                                content_commitment=False, key_encipherment=False,
-                                                data_encipherment=False, key_agreement=False,
-                                                encipher_only=False, decipher_only=False), critical=True)
-                   .sign(ca_key, hashes.SHA256()))
-        _write(paths.ca_key, _pem_key(ca_key), private=True)
-        _write(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM))
+        _new_ca(paths.ca, paths.ca_key, "kubechain-ca", now)
     extra_names = _general_names(extra_sans)
 
-    def issue(name: str, subject: x509.Name, server: bool, client: bool) -> None:
+    def issue(name: str, subject: x509.Name, server: bool, client: bool, ca: str = "") -> None:
         crt, key_path = paths.pair(name)
         if os.path.exists(crt) and os.path.exists(key_path):
             return
-        if not os.path.exists(paths.ca_key):
-            raise FileNotFoundError(f"{crt} is missing and the CA key {paths.ca_key} that would issue it is not there")
-        ca_key_loaded = serialization.load_pem_private_key(Path(paths.ca_key).read_bytes(), None)
-        ca_cert_loaded = x509.load_pem_x509_certificate(Path(paths.ca).read_bytes())
+        ca_crt = paths.file(f"{ca}ca.crt")
+        ca_key = paths.file(f"{ca}ca.key")
+        if ca and not os.path.exists(ca_crt):  # etcd's CA, made when first needed
+            _new_ca(ca_crt, ca_key, "kubechain-etcd-ca", now)
+        if not os.path.exists(ca_key):
+            raise FileNotFoundError(f"{crt} is missing and the CA key {ca_key} that would issue it is not there")
+        ca_key_loaded = serialization.load_pem_private_key(Path(ca_key).read_bytes(), None)
+        ca_cert_loaded = x509.load_pem_x509_certificate(Path(ca_crt).read_bytes())
         assert isinstance(ca_key_loaded, ec.EllipticCurvePrivateKey)
         key = _key()
         usages = []
@@ -151,6 +177,8 @@ def ensure_certificates(directory: str | Path, extra_sans: Sequence[str] = ()) -
     issue("backend", _name("kubechain-backend"), server=True, client=False)
     issue("front-proxy-client", _name("front-proxy-client"), server=False, client=True)
     issue("admin", _name("kubernetes-admin", ("system:masters",)), server=False, client=True)
+    issue("etcd-server", _name("kubechain-etcd"), server=True, client=True, ca="etcd-")
+    issue("apiserver-etcd-client", _name("kube-apiserver-etcd-client"), server=False, client=True, ca="etcd-")
     if not os.path.exists(paths.sa_key):
         sa_key = _key()
         _write(paths.sa_pub, sa_key.public_key().public_bytes(serialization.Encoding.PEM,

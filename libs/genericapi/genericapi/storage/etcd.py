@@ -1,7 +1,8 @@
 """The one module that talks to etcd (through ``aetcd``); everything else sees bytes and revisions.
 
-It uses aetcd for the connection and its generated etcd v3 stubs, and issues the KV and Watch
-RPCs itself: kube-apiserver's storage needs ranges at a revision with limits, transactions
+It uses aetcd's generated etcd v3 stubs on a gRPC channel of its own (plain, or TLS with a client
+certificate as kube-apiserver's ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``), and issues the KV
+and Watch RPCs itself: kube-apiserver's storage needs ranges at a revision with limits, transactions
 comparing ``mod_revision`` and watches with progress notifications, which aetcd's convenience
 methods do not expose. gRPC and aetcd errors are wrapped once, here, into storage errors.
 """
@@ -65,6 +66,44 @@ def prefix_end(prefix: bytes) -> bytes:
     return b"\0"
 
 
+@dataclass(frozen=True, slots=True)
+class EtcdTLS:
+    """kube-apiserver's etcd client TLS: the CA that signed etcd's serving certificate and the
+    client certificate etcd (``--client-cert-auth``) asks for. Read when a channel opens, so a
+    rotated certificate is used from the next reconnect on."""
+
+    cafile: str = ""
+    certfile: str = ""
+    keyfile: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.cafile or self.certfile)
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: str) -> bytes | None:
+            if not path:
+                return None
+            with open(path, "rb") as f:
+                return f.read()
+
+        return grpc.ssl_channel_credentials(root_certificates=read(self.cafile),
+                                            private_key=read(self.keyfile), certificate_chain=read(self.certfile))
+
+
+class _Channel:
+    """One gRPC channel to one etcd member and the stubs used on it."""
+
+    def __init__(self, target: str, credentials: grpc.ChannelCredentials | None) -> None:
+        options = list(KEEPALIVE_OPTIONS)
+        self.channel = grpc.aio.secure_channel(target, credentials, options=options) if credentials is not None \
+            else grpc.aio.insecure_channel(target, options=options)
+        self.kvstub = rpc.KVStub(self.channel)
+        self.leasestub = rpc.LeaseStub(self.channel)
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+
 def _kv(kv: rpc.KeyValue) -> KeyValue:
     return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision)
 
@@ -95,13 +134,14 @@ def _cancelled_by_channel() -> bool:
 class EtcdClient:
     """Async etcd v3 KV and Watch with kube-apiserver's transaction shapes."""
 
-    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0, tls: EtcdTLS | None = None) -> None:
         if not endpoints:
             raise ValueError("at least one etcd endpoint is required")
         self._endpoints = list(endpoints)
         self._timeout = timeout
+        self._tls = tls or EtcdTLS()
         self._index = 0
-        self._client: aetcd.Client | None = None
+        self._client: _Channel | None = None
         self._lock = asyncio.Lock()
         #: Encryption at rest: key prefix -> the providers of the resource stored under it.
         self._transformers: list[tuple[bytes, PrefixTransformers]] = []
@@ -137,20 +177,21 @@ class EtcdClient:
         return KeyValue(kv.key, value, kv.create_revision, kv.mod_revision, stale)
 
     # -- connection -------------------------------------------------------------------
-    async def _connect(self) -> aetcd.Client:
+    async def _connect(self) -> _Channel:
         if self._client is not None:
             return self._client
         async with self._lock:
             if self._client is not None:
                 return self._client
             url = urlparse(self._endpoints[self._index % len(self._endpoints)])
-            client = aetcd.Client(host=url.hostname or "127.0.0.1", port=url.port or 2379,
-                                  timeout=int(self._timeout), options=dict(KEEPALIVE_OPTIONS))
-            await client.connect()
+            # TLS when certificates are given or the URL says https (then with the system's roots).
+            credentials = self._tls.credentials() if self._tls \
+                else grpc.ssl_channel_credentials() if url.scheme == "https" else None
+            client = _Channel(f"{url.hostname or '127.0.0.1'}:{url.port or 2379}", credentials)
             self._client = client
             return client
 
-    async def _reset(self, failed: aetcd.Client | None) -> None:
+    async def _reset(self, failed: _Channel | None) -> None:
         """Drop the channel ``failed`` and move to the next endpoint after a transport failure.
 
         Every call and watch on a channel fails at once when its member goes away; only the first
@@ -176,7 +217,7 @@ class EtcdClient:
     async def _call(self, method: str, request: object) -> object:
         last: BaseException | None = None
         for _ in range(max(2, len(self._endpoints) + 1)):
-            client: aetcd.Client | None = None
+            client: _Channel | None = None
             try:
                 client = await self._connect()
                 return await getattr(client.kvstub, method)(request, timeout=self._timeout)

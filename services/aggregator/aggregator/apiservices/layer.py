@@ -16,7 +16,7 @@ import contextlib
 import logging
 import ssl
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -38,9 +38,11 @@ from genericapi.registry.serviceview import ClusterServiceView
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig
 from genericapi.server.discovery import aggregated_resource
 from genericapi.server.proxy import ReverseProxy
+from genericapi.storage.etcd import EtcdTLS
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from ..filters import user_of
 from . import discovery
 from .autoregister import AutoRegisterController, BuiltinSource
 from .availability import AvailabilityController, HTTPProber
@@ -71,6 +73,8 @@ class LayerConfig:
     controllers: bool = True
     #: Seconds between downloads of a service-backed APIService's OpenAPI after a success (kube: 60).
     openapi_refresh: float = 60.0
+    #: TLS to etcd (``--etcd-cafile/--etcd-certfile/--etcd-keyfile``); empty: plain.
+    etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
 
 
 class APIServiceLayer:
@@ -80,7 +84,7 @@ class APIServiceLayer:
         schemas = SchemaCatalog.load()
         self.server = GenericAPIServer(
             ServerConfig("aggregator", config.etcd_endpoints, config.etcd_prefix,
-                         watch_cache_size=config.watch_cache_size),
+                         watch_cache_size=config.watch_cache_size, etcd_tls=config.etcd_tls),
             lambda _g, _v: (0,), storage_hash=lambda info: info.extra.get("storageVersionHash", ""),
             definitions=schemas.definitions)
         self.store = self.server.install(INFO, APIServiceStrategy(INFO, schemas), KEY_PREFIX)
@@ -226,8 +230,7 @@ class APIServiceLayer:
         return False
 
     async def _serve_own(self, scope: Scope, receive: Receive, send: Send) -> None:
-        user = scope.get("kubechain.user")
-        token = request_user.current_user.set(user if isinstance(user, UserInfo) else None)
+        token = request_user.current_user.set(user_of(scope))
         try:
             await self.server.router(scope, receive, send)
         finally:

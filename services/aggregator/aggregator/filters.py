@@ -1,0 +1,160 @@
+"""The gateway's handler chain: kube's ``DefaultBuildHandlerChain``, one ASGI filter per concern.
+
+kube-apiserver wraps its mux in filters, outermost first: request info, tracing and latency,
+authentication, audit, impersonation, priority and fairness, authorization. The gateway keeps
+that order, each concern one small class, so that every filter (and every one added later:
+audit, flow control, tracing) reads the one ``RequestInfo`` and the one user parsed here instead
+of re-deriving them. Every request goes through the chain, the shell's paths (health, version,
+metrics, OpenAPI) included, as kube authenticates before every handler.
+
+Per-request facts live in the ASGI scope under ``kubechain.*`` keys; read them with
+``request_info_of`` and ``user_of``.
+"""
+
+from __future__ import annotations
+
+from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, forbidden
+from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
+from genericapi.apimachinery.user import ANONYMOUS_USER, UserInfo
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from . import impersonation
+from .auth import Authenticator
+
+#: Paths every client may read, without credentials and without an authorization check: kube's
+#: bootstrap policy grants them to everyone (system:public-info-viewer), and they must answer
+#: before the authorizer's caches have synced.
+PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
+
+REQUEST_INFO = "kubechain.request_info"
+USER = "kubechain.user"
+
+
+def request_info_of(scope: Scope) -> RequestInfo | None:
+    """The request in Kubernetes terms (None: a path kube cannot interpret)."""
+    info: RequestInfo | None = scope.get(REQUEST_INFO)
+    return info
+
+
+def user_of(scope: Scope) -> UserInfo | None:
+    """Who is asking, once authentication (and impersonation) has run."""
+    user: UserInfo | None = scope.get(USER)
+    return user
+
+
+def is_public(path: str) -> bool:
+    """A path of PUBLIC_PATHS, or one named health check (``/readyz/etcd``)."""
+    path = path.rstrip("/")
+    return path in PUBLIC_PATHS or path.startswith(("/healthz/", "/livez/", "/readyz/"))
+
+
+async def send_status(send: Send, err: apierrors.APIError) -> None:
+    """Answer with the error's ``metav1.Status`` (and its headers: ``Retry-After``)."""
+    body = err.body()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in err.headers.items())
+    await send({"type": "http.response.start", "status": err.code, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class WithRequestInfo:
+    """kube's WithRequestInfo: parse the path and query once, at the first hop."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                scope[REQUEST_INFO] = parse_request_info(scope["method"], scope["path"],
+                                                         scope.get("query_string", b"").decode("latin-1"))
+            except RequestInfoError:
+                scope[REQUEST_INFO] = None
+        await self.app(scope, receive, send)
+
+
+class WithAuthentication:
+    """kube's WithAuthentication: credentials that do not authenticate are a 401 everywhere (a bad
+    bearer token on ``/version`` too); a request with none is anonymous where anonymous access
+    is allowed, else a 401."""
+
+    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
+        self.app = app
+        self.authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        user = self.authenticator.authenticate(scope)
+        if user is None:
+            if _has_credentials(scope) or not is_public(scope["path"]):
+                await send_status(send, apierrors.unauthorized())
+                return
+            user = ANONYMOUS_USER
+        scope[USER] = user
+        await self.app(scope, receive, send)
+
+
+def _has_credentials(scope: Scope) -> bool:
+    return any(k == b"authorization" for k, _ in scope["headers"])
+
+
+class WithImpersonation:
+    """kube's WithImpersonation (impersonation.py): the user becomes the impersonated one."""
+
+    def __init__(self, app: ASGIApp, authorizer: Authorizer | None) -> None:
+        self.app = app
+        self.authorizer = authorizer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            asked = impersonation.requested(scope["headers"])
+            if asked:
+                try:
+                    scope[USER] = await impersonation.impersonate(scope[USER], asked, self.authorizer)
+                except apierrors.APIError as err:
+                    await send_status(send, err)
+                    return
+        await self.app(scope, receive, send)
+
+
+class WithAuthorization:
+    """kube's WithAuthorization: the authorizer decides from the RequestInfo (403 in kube's
+    words); the public paths are never asked about."""
+
+    def __init__(self, app: ASGIApp, authorizer: Authorizer) -> None:
+        self.app = app
+        self.authorizer = authorizer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not is_public(scope["path"]):
+            attributes = authorization_attributes(scope, request_info_of(scope), scope[USER])
+            decision, reason = await self.authorizer.authorize(attributes)
+            if decision is not Decision.ALLOW:
+                await send_status(send, forbidden(attributes, reason))
+                return
+        await self.app(scope, receive, send)
+
+
+def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserInfo) -> Attributes:
+    """What the authorizer is asked, from the one RequestInfo (a path kube cannot read as a resource
+    is asked as a non-resource request)."""
+    if info is None or not info.is_resource_request:
+        verb = info.verb if info is not None else scope["method"].lower()
+        return Attributes(user, verb, False, path=scope["path"])
+    return Attributes(user, info.verb, True, namespace=info.namespace, api_group=info.api_group,
+                      api_version=info.api_version, resource=info.resource, subresource=info.subresource,
+                      name=info.name, path=scope["path"])
+
+
+def build_handler_chain(mux: ASGIApp, authenticator: Authenticator, authorizer: Authorizer | None) -> ASGIApp:
+    """The chain around ``mux``, built innermost first as kube builds it (None: AlwaysAllow, no
+    authorization filter at all on the hot path)."""
+    handler: ASGIApp = mux
+    if authorizer is not None:
+        handler = WithAuthorization(handler, authorizer)
+    handler = WithImpersonation(handler, authorizer)
+    handler = WithAuthentication(handler, authenticator)
+    return WithRequestInfo(handler)
