@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from genericapi.apimachinery import serviceaccount as satoken
+from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.controllers import ClientSet, Controller, ControllerManager
 from genericapi.server.apiserver import GenericAPIServer, client_ssl_context
 
@@ -22,6 +23,7 @@ from .rootca import RootCAPublisher
 from .serviceaccounts import ServiceAccountsController
 from .tokencleaner import TokenCleaner
 from .tokens import TokensController
+from .vapstatus import PolicyStatusController
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,9 @@ def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tu
         out.append((PodGarbageCollector(clients), 1))
     if any((r.group, r.plural) == ("rbac.authorization.k8s.io", "clusterroles") for r in clients.resources()):
         out.append((ClusterRoleAggregationController(clients), 1))
+    if any((r.group, r.plural) == ("admissionregistration.k8s.io", "validatingadmissionpolicies")
+           for r in clients.resources()):
+        out.append((PolicyStatusController(clients, SchemaCatalog.load()), 1))
     if options.root_ca:
         out.append((RootCAPublisher(clients, options.root_ca), 2))
     if options.service_account_key is not None:
