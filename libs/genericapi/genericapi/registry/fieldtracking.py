@@ -19,10 +19,12 @@ from typing import Any
 
 import orjson
 
+from genericapi.apimachinery import k8sproto_descriptors
+from genericapi.apimachinery.fieldmanager import gozero
 from genericapi.apimachinery.fieldmanager.fieldset import FieldSet
 from genericapi.apimachinery.fieldmanager.managers import FieldManager, MissingVersionError
 from genericapi.apimachinery.fieldmanager.schema import SchemaResolver, TypeNode
-from genericapi.apimachinery.fieldmanager.typed import compare
+from genericapi.apimachinery.k8sproto_convert import gogo_value_field
 from genericapi.apimachinery.schemas import SchemaCatalog
 
 from .codec import JsonCodec
@@ -45,6 +47,36 @@ class Writer:
 def resolver() -> SchemaResolver:
     """One resolver per process over the built-in definitions (ObjectMeta for every kind)."""
     return SchemaResolver(SchemaCatalog.load("1.33").definitions)
+
+
+@functools.cache
+def go_types() -> gozero.GoTypes | None:
+    """Go struct facts of the built-in kinds from Kubernetes' protobuf descriptors (read once per
+    process; None when this installation has no descriptor set: creates then use the
+    approximation of :func:`~genericapi.apimachinery.fieldmanager.typed.go_zero_baseline`)."""
+    path = k8sproto_descriptors.descriptor_set_path()
+    if not path.is_file():
+        return None
+    try:
+        descriptors = k8sproto_descriptors.load_descriptor_set(path)
+    except Exception:  # a damaged set: protobuf bodies fail on it too; ownership does not
+        log.exception("protobuf descriptors at %s not readable", path)
+        return None
+    out: dict[str, dict[str, gozero.GoField]] = {}
+
+    def walk(prefix: str, messages: Any) -> None:
+        for message in messages:
+            full = f"{prefix}.{message.name}"
+            fields = out[full] = {}
+            for field in message.field:
+                value = field.HasField("options") and gogo_value_field(field.options.SerializeToString())
+                single_message = field.type == field.TYPE_MESSAGE and field.label != field.LABEL_REPEATED
+                fields[field.name] = gozero.GoField(value, field.type_name.lstrip(".") if single_message else "")
+            walk(full, message.nested_type)
+
+    for proto in descriptors.file:
+        walk(proto.package, proto.message_type)
+    return out
 
 
 class FieldTracker:
@@ -78,8 +110,15 @@ class FieldTracker:
             if self._strategy.has_status:
                 # kube's ResetFieldsStrategy: the main resource ignores status, /status the spec.
                 reset = {"": FieldSet.of(("f:status",)), "status": FieldSet.of(("f:spec",))}
+            zero = None
+            if self._strategy.schemas is not None:
+                info = self._strategy.info
+                definition = self._strategy.schemas.definition_name(info.group, info.version, info.kind)
+                go = go_types()
+                if definition and go is not None:
+                    zero = gozero.zero_object(self._strategy.schemas.definitions, definition, go)
             self._manager = FieldManager(res.root(schema), self._strategy.info.api_version, reset=reset,
-                                         go_typed=self._strategy.schemas is not None,
+                                         go_typed=self._strategy.schemas is not None, zero=zero,
                                          converter=_Versions(self._serving) if self._serving is not None else None)
             self._schema_key = key
         return self._manager
@@ -93,7 +132,7 @@ class FieldTracker:
         return AdmissionSnapshot(self, orjson.dumps(obj))
 
     def track(self, live: dict[str, Any] | None, new: dict[str, Any], writer: Writer | None,
-              produced: dict[str, Any] | None = None, admitted: FieldSet | None = None) -> None:
+              produced: dict[str, Any] | None = None, admitted: Observed | FieldSet | None = None) -> None:
         """Update ``new``'s managedFields for a write by ``writer`` (in place). ``produced`` is
         the object before the strategy prepared it (a /status write keeps only its status, but
         an apply's recorded managedFields stand)."""
@@ -114,7 +153,11 @@ class FieldTracker:
                     meta.pop("managedFields", None)
             return
         try:
-            self.manager().update(live, new, writer.manager, subresource=writer.subresource, unowned=admitted)
+            if isinstance(admitted, Observed):
+                self.manager().update(live, new, writer.manager, subresource=writer.subresource,
+                                      observed=admitted.obj)
+            else:
+                self.manager().update(live, new, writer.manager, subresource=writer.subresource, unowned=admitted)
         except Exception:  # kube's UpdateNoErrors: a failed bookkeeping never fails the write
             log.exception("managedFields of %s %s not updated; the live ones are kept",
                           self._strategy.info.plural, (new.get("metadata") or {}).get("name"))
@@ -128,7 +171,13 @@ class FieldTracker:
 
 
 class AdmissionSnapshot:
-    """A create's object before admission (serialised: cheap, and untouched by the plugins)."""
+    """A create's object before admission (serialised: cheap, and untouched by the plugins).
+
+    kube-apiserver's create handler runs its field manager on the decoded object (decoding
+    defaults it) before admission and before the strategy's PrepareForCreate, so what those add
+    (a ServiceAccount and its token volume, default tolerations, a namespace's ``kubernetes``
+    finalizer, a Job's selector) belongs to nobody. The creator's fields are therefore those of
+    this snapshot, defaulted."""
 
     __slots__ = ("_raw", "_tracker")
 
@@ -136,15 +185,22 @@ class AdmissionSnapshot:
         self._tracker = tracker
         self._raw = raw
 
-    def added(self, obj: dict[str, Any]) -> FieldSet | None:
-        """The fields admission added to ``obj`` (None when it changed nothing)."""
-        if orjson.dumps(obj) == self._raw:
-            return None
+    def added(self, obj: dict[str, Any]) -> Observed | None:
+        """What the field manager observes of the create of ``obj`` (None: ``obj`` itself)."""
         try:
-            return compare(orjson.loads(self._raw), obj, self._tracker.manager().root).added
+            seen = orjson.loads(self._raw)
+            self._tracker._strategy.default(seen)
         except Exception:  # never fail a create over bookkeeping
-            log.exception("fields added by admission not determined")
+            log.exception("the object before admission not defaulted")
             return None
+        return Observed(seen)
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """The object a create's field manager compares (see :class:`AdmissionSnapshot`)."""
+
+    obj: dict[str, Any]
 
 
 _CATALOG_RESOLVERS: dict[int, tuple[SchemaCatalog, SchemaResolver]] = {}

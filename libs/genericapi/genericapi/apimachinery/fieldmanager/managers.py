@@ -258,7 +258,8 @@ class FieldManager:
     """Field ownership of one kind at one API version (the objects' root type)."""
 
     def __init__(self, root: TypeNode, api_version: str, *, reset: dict[str, FieldSet] | None = None,
-                 go_typed: bool = False, converter: VersionConverter | None = None) -> None:
+                 go_typed: bool = False, converter: VersionConverter | None = None,
+                 zero: dict[str, Any] | None = None) -> None:
         self.root = root
         self.api_version = api_version
         #: Other versions of the resource (None: entries of other versions are compared as if
@@ -268,6 +269,9 @@ class FieldManager:
         self.reset = reset or {}
         #: Built-in kinds: creates compare against Go's empty object, not nothing.
         self.go_typed = go_typed
+        #: The kind's empty Go object as kube's converter writes it (:mod:`.gozero`): what a
+        #: create is compared against. None: the approximation of ``go_zero_baseline``.
+        self.zero = zero
 
     def _convert(self, obj: Any, from_version: str, to_version: str) -> Any:
         if obj is MISSING or from_version == to_version or self.converter is None:
@@ -330,10 +334,13 @@ class FieldManager:
         return cmp
 
     def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, *,
-               subresource: str = "", when: str | None = None, unowned: FieldSet | None = None) -> None:
+               subresource: str = "", when: str | None = None, unowned: FieldSet | None = None,
+               observed: dict[str, Any] | None = None) -> None:
         """Record a create/update/patch by ``manager`` in ``new``'s managedFields (in place).
         ``unowned``: paths (and what lies below them) that the write does not own (fields the
-        server added after kube's field manager would have run)."""
+        server added after kube's field manager would have run). ``observed``: the object as
+        kube's field manager sees it when that is not ``new`` (a create: decoded and defaulted,
+        before admission and the strategy's PrepareForCreate)."""
         new_meta = new.get("metadata")
         if not isinstance(new_meta, dict):
             return
@@ -355,9 +362,11 @@ class FieldManager:
         if live is not None:
             live_cmp = _without_managed_fields(live)
         else:
-            live_cmp = go_zero_baseline(new, self.root) if self.go_typed else MISSING
+            live_cmp = (self.zero if self.zero is not None
+                        else go_zero_baseline(new, self.root) if self.go_typed else MISSING)
         ident = identifier(manager or "unknown", UPDATE, self.api_version, subresource)
-        cmp = self._update_sets(live_cmp, new, managed, _SELF, True, subresource)
+        seen = _without_managed_fields(observed) if observed is not None else new
+        cmp = self._update_sets(live_cmp, seen, managed, _SELF, True, subresource)
         taken = cmp.modified.union(cmp.added) if not cmp.modified.empty() else cmp.added
         if unowned is not None:
             taken = taken.recursive_difference(unowned)
