@@ -241,7 +241,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             async with session.post(gateway + "/api/v1/namespaces",
                                     json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}) as r:
                 assert r.status == 201
-            etcd = EtcdClient([chain.etcd_endpoints])
+            etcd = EtcdClient([chain.etcd_endpoints], tls=chain.etcd_tls)
             results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000)
             await etcd.close()
             results["apply"] = await bench_apply(session, gateway, 1000 if args.quick else 4000)

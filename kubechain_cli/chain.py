@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 from genericapi.server import encryptionconfig
 from genericapi.server.certs import CertPaths, ensure_certificates
+from genericapi.storage.etcd import EtcdTLS
 
 
 class EtcdExited(RuntimeError):
@@ -116,6 +117,10 @@ class Chain:
     controllers: bool = True
     #: kube's ``--runtime-config`` values for core-api (``authentication.k8s.io/v1beta1=true``, ``api/beta=true``).
     runtime_config: list[str] = field(default_factory=list)
+    #: TLS to etcd. The etcd the chain starts itself always has client TLS (``--client-cert-auth``,
+    #: certificates from the etcd CA in the data dir) and this is set to match; for an etcd given in
+    #: ``etcd_endpoints`` it is what the caller sets (empty: plain).
+    etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
 
     @property
     def pki(self) -> CertPaths:
@@ -183,15 +188,17 @@ class Chain:
         if self.replicas < 1:
             raise ValueError(f"replicas must be at least 1, not {self.replicas}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        # etcd first: it boots while the certificates and the encryption config are written.
+        # Certificates first (etcd serves with one), then etcd: it boots while the encryption config is written.
+        paths = ensure_certificates(self.data_dir / "pki")
         endpoints = self.etcd_endpoints
         if not endpoints:
-            endpoints = self._start_etcd()
-        paths = ensure_certificates(self.data_dir / "pki")
+            endpoints = self._start_etcd(paths)
         encryption = self._encryption_args()
         self.etcd_endpoints = endpoints
+        _ETCD_TLS[endpoints] = self.etcd_tls
         self.gateway_ports = [self.port, *(free_ports(self.replicas - 1) if self.replicas > 1 else [])]
-        common = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
+        etcd = ["--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix, *etcd_tls_flags(self.etcd_tls)]
+        common = [*etcd,
                   "--watch-bookmark-interval", str(self.bookmark_interval),
                   "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay),
                   "--advertise-address", f"127.0.0.1:{self.port}", *encryption]
@@ -244,9 +251,8 @@ class Chain:
             self._spawn(self.replica_name("aggregator", i),
                         [py, "-m", "aggregator", "--secure-port", str(port), "--bind-address", "127.0.0.1",
                          "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", str(self.shutdown_delay),
-                         "--etcd-servers", endpoints, "--etcd-prefix", self.etcd_prefix,
-                         "--service-account-key-file", paths.sa_pub, "--authorization-mode", self.authorization_mode,
-                         *members, *self._control_args()])
+                         *etcd, "--service-account-key-file", paths.sa_pub,
+                         "--authorization-mode", self.authorization_mode, *members, *self._control_args()])
         self.write_kubeconfig()
         self.wait_ready(timeout)
 
@@ -276,17 +282,22 @@ class Chain:
             stale.unlink()
         return run_dir
 
-    def _start_etcd(self) -> str:
+    def _start_etcd(self, paths: CertPaths) -> str:
+        """etcd as kubeadm runs it: clients need a certificate of the etcd CA (``--client-cert-auth``),
+        so nobody reads Secrets without one. The peer URL is loopback only (one member)."""
         client, peer = free_ports(2)
-        endpoints = f"http://127.0.0.1:{client}"
+        endpoints = f"https://127.0.0.1:{client}"
+        crt, key = paths.etcd_server
         self._spawn("etcd", [
             etcd_binary(), "--name", "kubechain", "--data-dir", str(self.data_dir / "etcd"),
             "--listen-client-urls", endpoints, "--advertise-client-urls", endpoints,
+            "--cert-file", crt, "--key-file", key, "--client-cert-auth", "--trusted-ca-file", paths.etcd_ca,
             "--listen-peer-urls", f"http://127.0.0.1:{peer}",
             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
             "--initial-cluster", f"kubechain=http://127.0.0.1:{peer}",
             "--log-level", "warn", "--quota-backend-bytes", str(4 * 1024**3),
         ])
+        self.etcd_tls = EtcdTLS(paths.etcd_ca, *paths.etcd_client)
         return endpoints
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -384,6 +395,23 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         sock.settimeout(self.timeout)
         sock.connect(self._path)
         self.sock = sock
+
+
+def etcd_tls_flags(tls: EtcdTLS) -> list[str]:
+    """kube-apiserver's flags for TLS to etcd (none for plain)."""
+    if not tls:
+        return []
+    return ["--etcd-cafile", tls.cafile, "--etcd-certfile", tls.certfile, "--etcd-keyfile", tls.keyfile]
+
+
+#: The etcd TLS of each chain started in this process, by its endpoints (see ``etcd_tls_for``).
+_ETCD_TLS: dict[str, EtcdTLS] = {}
+
+
+def etcd_tls_for(endpoints: str) -> EtcdTLS:
+    """The client TLS for a chain's etcd, known by its endpoints (for tests and tools that go to
+    etcd behind the API servers' backs); empty for an etcd no chain of this process started."""
+    return _ETCD_TLS.get(endpoints, EtcdTLS())
 
 
 #: The chain's backends, in delegation order (the gateway's ``--member`` order).

@@ -14,7 +14,7 @@ import pytest
 from support.procs import ChainHandle
 from test_crds import crontab, crontab_crd, establish
 
-from kubechain_cli.chain import free_port
+from kubechain_cli.chain import etcd_tls_flags, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -27,6 +27,7 @@ def test_new_extensions_api_serves_established_crds(chain: ChainHandle) -> None:
     port = free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(["libs/genericapi", "services/extensions-api"]))
     proc = subprocess.Popen([sys.executable, "-m", "extensionsapi", "--etcd-servers", chain.chain.etcd_endpoints,
+                             *etcd_tls_flags(chain.chain.etcd_tls),
                              "--port", str(port), "--log-level", "WARNING"], env=env,
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     base = f"http://127.0.0.1:{port}"

@@ -96,7 +96,7 @@ def establish(chain: ChainHandle, manifest: str, name: str) -> None:
 
 def etcd_keys(chain: ChainHandle, prefix: str) -> list[str]:
     async def read() -> list[str]:
-        client = EtcdClient(chain.chain.etcd_endpoints.split(","))
+        client = EtcdClient(chain.chain.etcd_endpoints.split(","), tls=chain.chain.etcd_tls)
         try:
             kvs, _rev, _more = await client.range(prefix.encode(), prefix_end(prefix.encode()))
             return [kv.key.decode() for kv in kvs]

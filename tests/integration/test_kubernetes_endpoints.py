@@ -83,7 +83,7 @@ def test_gateways_come_and_go_with_their_leases(chain: ChainHandle) -> None:
     mine = {"addresses": [{"ip": "127.0.0.1"}], "ports": https(port)}
 
     async def scenario() -> None:
-        other = MasterLease(etcd, prefix, "127.0.0.2", port)
+        other = MasterLease(etcd, prefix, "127.0.0.2", port, etcd_tls=chain.chain.etcd_tls)
         await other.start()
         same_port = await asyncio.to_thread(wait_for, lambda: subsets(chain), lambda s: len(s[0]["addresses"]) == 2)
         assert same_port == [{"addresses": [{"ip": "127.0.0.1"}, {"ip": "127.0.0.2"}], "ports": https(port)}]
@@ -92,7 +92,8 @@ def test_gateways_come_and_go_with_their_leases(chain: ChainHandle) -> None:
         await other.stop()  # a graceful stop removes the lease at once
         await asyncio.to_thread(wait_for, lambda: subsets(chain), lambda s: s == [mine])
 
-        elsewhere = MasterLease(etcd, prefix, "127.0.0.3", 7443, interval=3600, ttl=2)  # never renewed
+        elsewhere = MasterLease(etcd, prefix, "127.0.0.3", 7443, interval=3600, ttl=2,  # never renewed
+                                etcd_tls=chain.chain.etcd_tls)
         await elsewhere.renew()
         got = await asyncio.to_thread(wait_for, lambda: subsets(chain), lambda s: len(s) == 2)
         assert got == [mine, {"addresses": [{"ip": "127.0.0.3"}], "ports": https(7443)}]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubechain_cli.chain import _die_with_parent, _UnixHTTPConnection, free_port
+from kubechain_cli.chain import _die_with_parent, _UnixHTTPConnection, etcd_tls_flags, etcd_tls_for, free_port
 
 
 def backend_request(url: str, method: str, path: str, body: Any = None, timeout: float = 30,
@@ -66,6 +66,7 @@ class CoreAPIProcess:
     def start(self) -> CoreAPIProcess:
         self.port = free_port()
         argv = [sys.executable, "-m", "coreapi", "--port", str(self.port), "--etcd-servers", self.etcd_endpoints,
+                *etcd_tls_flags(etcd_tls_for(self.etcd_endpoints)),
                 "--etcd-prefix", self.etcd_prefix, "--shutdown-delay", "0.1", "--watch-bookmark-interval", "1",
                 "--log-level", "INFO", "--controllers" if self.controllers else "--no-controllers",
                 *self.extra_args]
@@ -131,7 +132,9 @@ def etcdctl(endpoints: str, *args: str, value: bytes | None = None) -> bytes:
     from kubechain_cli.chain import etcd_binary
 
     binary = etcd_binary().rsplit("/", 1)[0] + "/etcdctl"
-    return subprocess.run([binary, "--endpoints", endpoints, *args], input=value, capture_output=True,
+    tls = etcd_tls_for(endpoints)  # a chain's etcd needs its client certificate
+    certs = ["--cacert", tls.cafile, "--cert", tls.certfile, "--key", tls.keyfile] if tls else []
+    return subprocess.run([binary, "--endpoints", endpoints, *certs, *args], input=value, capture_output=True,
                           check=True, timeout=30).stdout
 
 

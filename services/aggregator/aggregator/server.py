@@ -26,13 +26,20 @@ from genericapi.apimachinery.requestinfo import RequestInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.rbacview import RBACView
 from genericapi.server import metrics
-from genericapi.server.apiserver import add_identity_flags, api_audiences, client_ssl_context
+from genericapi.server.apiserver import (
+    add_etcd_tls_flags,
+    add_identity_flags,
+    api_audiences,
+    client_ssl_context,
+    etcd_tls_from_args,
+)
 from genericapi.server.app import Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.discovery import wants_aggregated
 from genericapi.server.health import HealthChecks
 from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
+from genericapi.storage.etcd import EtcdTLS
 from starlette.types import Message, Receive, Scope, Send
 
 from . import faults_http, filters, masterlease, merged, openapi_merge
@@ -48,6 +55,7 @@ from .control import (
     parse_member_targets,
 )
 from .faults import FaultInjector
+from .flowcontrol.wiring import PriorityAndFairness, add_flowcontrol_flags, validate_flags
 from .routing import RoutingTable
 
 log = logging.getLogger(__name__)
@@ -68,7 +76,14 @@ class GatewayConfig:
     #: The shared etcd (APIServices, Services, EndpointSlices); "" serves no APIServices.
     etcd_servers: str = ""
     etcd_prefix: str = "/registry"
+    #: ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``: TLS to etcd (empty: plain).
+    etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
     apiservice_recheck: float = 10.0
+    #: API Priority and Fairness (kube's flags and defaults): seats = the two inflight limits summed.
+    enable_priority_and_fairness: bool = True
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    request_timeout: float = 60.0
     #: Each member's gRPC control address(es), in ``members``' order; empty: no control channel.
     member_grpc: list[MemberTargets] = field(default_factory=list)
 
@@ -343,11 +358,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--etcd-servers", default="",
                         help="comma-separated etcd client URLs: APIServices are stored there (none served without)")
     parser.add_argument("--etcd-prefix", default="/registry", help="key prefix of every object in etcd")
+    add_etcd_tls_flags(parser)
     parser.add_argument("--apiservice-recheck-interval", type=float, default=10.0,
                         help="seconds between availability checks of service-backed APIServices")
     parser.add_argument("--log-level", default="INFO")
     add_control_flags(parser)
+    add_flowcontrol_flags(parser)
     args = parser.parse_args(argv)
+    if validate_flags(args):
+        parser.error(validate_flags(args))
     try:
         member_grpc = parse_member_targets(args.member_grpc)
     except ValueError as err:
@@ -360,12 +379,17 @@ def main(argv: list[str] | None = None) -> None:
                            [[u.strip().rstrip("/") for u in m.split(",") if u.strip()] for m in args.member],
                            args.token_auth_file, args.discovery_refresh)
     config.etcd_servers, config.etcd_prefix = args.etcd_servers, args.etcd_prefix
+    config.etcd_tls = etcd_tls_from_args(args)
     config.apiservice_recheck = args.apiservice_recheck_interval
     config.member_grpc = member_grpc
     config.authorization_mode = args.authorization_mode
     config.service_account_key_file = args.service_account_key_file
     config.service_account_issuer = args.service_account_issuer
     config.api_audiences = api_audiences(args)
+    config.enable_priority_and_fairness = args.enable_priority_and_fairness
+    config.max_requests_inflight = args.max_requests_inflight
+    config.max_mutating_requests_inflight = args.max_mutating_requests_inflight
+    config.request_timeout = args.request_timeout
     run_forever(run(config, args.shutdown_delay))
 
 
@@ -384,7 +408,7 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     if config.etcd_servers:
         gateway.apiservices = APIServiceLayer(
             LayerConfig([e.strip() for e in config.etcd_servers.split(",") if e.strip()], config.etcd_prefix,
-                        recheck_interval=config.apiservice_recheck),
+                        recheck_interval=config.apiservice_recheck, etcd_tls=config.etcd_tls),
             config.members[0] if config.members else [], backend_ssl, paths.pair("front-proxy-client"),
             gateway._user_headers, lambda: list(gateway.table.by_group_version))
         apiservices = gateway.apiservices
@@ -414,8 +438,16 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             load_public_keys(config.service_account_key_file), [config.service_account_issuer],
             config.api_audiences or [config.service_account_issuer], accounts.uid)
 
+    flow_control = None
+    if config.enable_priority_and_fairness:  # each gateway replica enforces its own limits, as each kube-apiserver
+        flow_control = PriorityAndFairness.build(
+            gateway.apiservices.server.etcd if gateway.apiservices is not None else None, config.etcd_prefix,
+            config.max_requests_inflight + config.max_mutating_requests_inflight, config.request_timeout)
+        flow_control.install_health(health)
+
+    # default/kubernetes lists this gateway
     lease = masterlease.for_gateway(config.etcd_servers, config.etcd_prefix, config.bind_address,
-                                    config.secure_port)  # default/kubernetes lists this gateway
+                                    config.secure_port, etcd_tls=config.etcd_tls)
 
     async def start() -> None:
         if gateway.apiservices is not None:
@@ -424,6 +456,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await accounts.start()
         if rbac is not None:
             await rbac.start()
+        if flow_control is not None:
+            await flow_control.start()
         await gateway.start()
         if lease is not None:
             await lease.start()
@@ -433,6 +467,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await accounts.stop()
         if rbac is not None:
             await rbac.stop()
+        if flow_control is not None:
+            await flow_control.stop()
         if lease is not None:
             await lease.stop()
         await gateway.stop()
@@ -440,7 +476,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await gateway.apiservices.stop()
 
     shell = build_app("aggregator", gateway, health, on_start=start, on_stop=stop)
-    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer)
+    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer,
+                                      flow_control)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}
