@@ -55,7 +55,6 @@ from .control import (
     parse_member_targets,
 )
 from .faults import FaultInjector
-from .flowcontrol.wiring import PriorityAndFairness, add_flowcontrol_flags, validate_flags
 from .routing import RoutingTable
 
 log = logging.getLogger(__name__)
@@ -79,11 +78,6 @@ class GatewayConfig:
     #: ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``: TLS to etcd (empty: plain).
     etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
     apiservice_recheck: float = 10.0
-    #: API Priority and Fairness (kube's flags and defaults): seats = the two inflight limits summed.
-    enable_priority_and_fairness: bool = True
-    max_requests_inflight: int = 400
-    max_mutating_requests_inflight: int = 200
-    request_timeout: float = 60.0
     #: Each member's gRPC control address(es), in ``members``' order; empty: no control channel.
     member_grpc: list[MemberTargets] = field(default_factory=list)
 
@@ -363,10 +357,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds between availability checks of service-backed APIServices")
     parser.add_argument("--log-level", default="INFO")
     add_control_flags(parser)
-    add_flowcontrol_flags(parser)
     args = parser.parse_args(argv)
-    if validate_flags(args):
-        parser.error(validate_flags(args))
     try:
         member_grpc = parse_member_targets(args.member_grpc)
     except ValueError as err:
@@ -386,10 +377,6 @@ def main(argv: list[str] | None = None) -> None:
     config.service_account_key_file = args.service_account_key_file
     config.service_account_issuer = args.service_account_issuer
     config.api_audiences = api_audiences(args)
-    config.enable_priority_and_fairness = args.enable_priority_and_fairness
-    config.max_requests_inflight = args.max_requests_inflight
-    config.max_mutating_requests_inflight = args.max_mutating_requests_inflight
-    config.request_timeout = args.request_timeout
     run_forever(run(config, args.shutdown_delay))
 
 
@@ -438,13 +425,6 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             load_public_keys(config.service_account_key_file), [config.service_account_issuer],
             config.api_audiences or [config.service_account_issuer], accounts.uid)
 
-    flow_control = None
-    if config.enable_priority_and_fairness:  # each gateway replica enforces its own limits, as each kube-apiserver
-        flow_control = PriorityAndFairness.build(
-            gateway.apiservices.server.etcd if gateway.apiservices is not None else None, config.etcd_prefix,
-            config.max_requests_inflight + config.max_mutating_requests_inflight, config.request_timeout)
-        flow_control.install_health(health)
-
     # default/kubernetes lists this gateway
     lease = masterlease.for_gateway(config.etcd_servers, config.etcd_prefix, config.bind_address,
                                     config.secure_port, etcd_tls=config.etcd_tls)
@@ -456,8 +436,6 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await accounts.start()
         if rbac is not None:
             await rbac.start()
-        if flow_control is not None:
-            await flow_control.start()
         await gateway.start()
         if lease is not None:
             await lease.start()
@@ -467,8 +445,6 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await accounts.stop()
         if rbac is not None:
             await rbac.stop()
-        if flow_control is not None:
-            await flow_control.stop()
         if lease is not None:
             await lease.stop()
         await gateway.stop()
@@ -476,8 +452,7 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await gateway.apiservices.stop()
 
     shell = build_app("aggregator", gateway, health, on_start=start, on_stop=stop)
-    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer,
-                                      flow_control)
+    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}
