@@ -60,7 +60,7 @@ async def test_verbose_readyz_lists_every_check() -> None:
     checks = _checks(etcd=(_ok, True), informer_sync=(_ok, False))
     resp = await checks.readyz(_request("/readyz", "verbose"))
     assert resp.status_code == 200
-    assert _text(resp) == ("[+]ping ok\n[+]etcd ok\n[+]informer_sync ok\n[+]shutdown ok\n"
+    assert _text(resp) == ("[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]informer_sync ok\n[+]shutdown ok\n"
                                   "readyz check passed\n")
 
 
@@ -68,16 +68,16 @@ async def test_verbose_livez_and_healthz_skip_readiness_only_checks() -> None:
     checks = _checks(etcd=(_ok, True), informer_sync=(_bad, False))
     live = await checks.livez(_request("/livez", "verbose=1"))
     assert live.status_code == 200
-    assert _text(live) == "[+]ping ok\n[+]etcd ok\nlivez check passed\n"
+    assert _text(live) == "[+]ping ok\n[+]log ok\n[+]etcd ok\nlivez check passed\n"
     health = await checks.healthz(_request("/healthz", "verbose"))
-    assert _text(health) == "[+]ping ok\n[+]etcd ok\nhealthz check passed\n"
+    assert _text(health) == "[+]ping ok\n[+]log ok\n[+]etcd ok\nhealthz check passed\n"
 
 
 async def test_failing_check_is_500_and_always_verbose() -> None:
     checks = _checks(etcd=(_bad, True))
     resp = await checks.readyz(_request("/readyz"))
     assert resp.status_code == 500
-    assert _text(resp) == ("[+]ping ok\n[-]etcd failed: reason withheld\n[+]shutdown ok\n"
+    assert _text(resp) == ("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]shutdown ok\n"
                                   "readyz check failed\n")
 
 
@@ -101,7 +101,7 @@ async def test_shutting_down_fails_readiness_only() -> None:
     checks.shutting_down = True
     ready = await checks.readyz(_request("/readyz"))
     assert ready.status_code == 500
-    assert _text(ready) == "[+]ping ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n"
+    assert _text(ready) == "[+]ping ok\n[+]log ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n"
     live = await checks.livez(_request("/livez"))
     assert (live.status_code, live.body) == (200, b"ok")
 

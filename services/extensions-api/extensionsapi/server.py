@@ -59,8 +59,10 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
         await controller.stop()
         await asyncio.gather(services.stop(), namespaces.stop())
 
-    server.post_start.append(start_services)
-    server.post_start.append(controller.start)
+    # kube's apiextensions hooks: its informers, then the CRD informer synced with every CRD
+    # served, and the controllers (naming, establishing, finalizing) following changes.
+    server.add_post_start_hook(start_services, "start-apiextensions-informers")
+    server.add_post_start_hook(controller.start, "start-apiextensions-controllers", "crd-informer-synced")
     server.pre_shutdown.append(stop)
     return server, controller
 

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .health import HealthChecks
+from .health import HealthChecks, respond
 from .version import version_info
 
 log = logging.getLogger(__name__)
@@ -47,9 +47,8 @@ def build_app(name: str, api: ASGIApp, health: HealthChecks, *, on_start: Hook |
     app.add_api_route("/healthz", health.healthz, methods=["GET"], include_in_schema=False)
     app.add_api_route("/livez", health.livez, methods=["GET"], include_in_schema=False)
     app.add_api_route("/readyz", health.readyz, methods=["GET"], include_in_schema=False)
-    for sub in ("healthz", "livez", "readyz"):
-        handler = getattr(health, sub)
-        app.add_api_route(f"/{sub}/{{check}}", _single_check(health, sub, handler),
+    for sub in ("healthz", "livez", "readyz"):  # one check: /readyz/poststarthook/rbac/bootstrap-roles
+        app.add_api_route(f"/{sub}/{{check:path}}", _single_check(health, sub),
                           methods=["GET"], include_in_schema=False)
 
     async def version(_request: Request) -> Response:
@@ -90,18 +89,12 @@ class Dispatcher:
         await self.shell(scope, receive, send)
 
 
-def _single_check(health: HealthChecks, kind: str, _handler: Any) -> Callable[[Request], Awaitable[Response]]:
+def _single_check(health: HealthChecks, kind: str) -> Callable[[Request], Awaitable[Response]]:
     async def one(request: Request) -> Response:
-        check_name = request.path_params["check"]
-        checks = health.live if kind != "readyz" else health.ready
-        check = checks.get(check_name)
-        if check is None:
+        answer = await health.single(kind, request.path_params["check"])
+        if answer is None:
             return Response("404 page not found\n", status_code=404, media_type="text/plain")
-        ok = await check()
-        if ok:
-            return Response("ok", media_type="text/plain")
-        return Response(f"internal server error: {check_name} check failed\n", status_code=500,
-                        media_type="text/plain")
+        return respond(*answer)
     return one
 
 
