@@ -18,6 +18,7 @@ from coreapi.admission_priority import (
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.registry.options import ListResult
+from support.admission import run_admit
 
 PODS = ResourceInfo("", "v1", "Pod", "pods", "pod", namespaced=True)
 CLASSES = ResourceInfo("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass",
@@ -64,7 +65,9 @@ def pod(name: str = "p", **spec: Any) -> dict[str, Any]:
 async def admit(classes: list[dict[str, Any]], obj: dict[str, Any], operation: str = "CREATE",
                 pods: FakeStore | None = None) -> dict[str, Any]:
     hook = Priority(FakeStore(CLASSES, classes))  # type: ignore[arg-type]
-    await hook(operation, pods or FakeStore(PODS, []), "default", obj)  # type: ignore[arg-type]
+    target = pods or FakeStore(PODS, [])
+    old = target.objects.get(obj["metadata"].get("name", "")) if operation == "UPDATE" else None
+    await run_admit(hook, operation, target.info, "default", obj, copy.deepcopy(old))
     return obj
 
 

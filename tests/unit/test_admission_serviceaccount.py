@@ -22,6 +22,7 @@ from coreapi.admission_serviceaccount import (
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.registry.meta import _ALPHANUMS
+from support.admission import run_admit
 
 PODS = ResourceInfo("", "v1", "Pod", "pods", "pod", namespaced=True)
 ACCOUNTS = ResourceInfo("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True)
@@ -94,7 +95,7 @@ class Harness:
                                    pause=lambda: 0.15)
 
     async def admit(self, obj: dict[str, Any], operation: str = "CREATE", info: ResourceInfo = PODS) -> None:
-        await self.hook(operation, FakeStore(info), "ns", obj)  # type: ignore[arg-type]
+        await run_admit(self.hook, operation, info, "ns", obj)
 
 
 async def forbidden(h: Harness, obj: dict[str, Any]) -> APIError:

@@ -9,14 +9,10 @@ from typing import Any
 import pytest
 from coreapi.admission_tolerations import NOT_READY, UNREACHABLE, DefaultTolerationSeconds, add_default_tolerations
 from genericapi.apimachinery.resources import ResourceInfo
+from support.admission import run_admit
 
 PODS = ResourceInfo("", "v1", "Pod", "pods", "pod", namespaced=True)
 TEMPLATES = ResourceInfo("", "v1", "PodTemplate", "podtemplates", "podtemplate", namespaced=True)
-
-
-class FakeStore:
-    def __init__(self, info: ResourceInfo) -> None:
-        self.info = info
 
 
 def default(key: str, seconds: int = 300) -> dict[str, Any]:
@@ -51,16 +47,16 @@ async def test_hook_handles_pod_creates_and_updates_only() -> None:
     hook = DefaultTolerationSeconds()
     for operation in ("CREATE", "UPDATE"):
         obj: dict[str, Any] = {"spec": {"containers": []}}
-        await hook(operation, FakeStore(PODS), "ns", obj)  # type: ignore[arg-type]
+        await run_admit(hook, operation, PODS, "ns", obj)
         assert obj["spec"]["tolerations"] == [default(NOT_READY), default(UNREACHABLE)]
     for operation, info in (("DELETE", PODS), ("CREATE", TEMPLATES)):
         untouched: dict[str, Any] = {"spec": {"containers": []}}
-        await hook(operation, FakeStore(info), "ns", untouched)  # type: ignore[arg-type]
+        await run_admit(hook, operation, info, "ns", untouched)
         assert untouched == {"spec": {"containers": []}}
     # an update of a pod that has them already adds nothing twice
     twice: dict[str, Any] = {"spec": {}}
-    await hook("CREATE", FakeStore(PODS), "ns", twice)  # type: ignore[arg-type]
-    await hook("UPDATE", FakeStore(PODS), "ns", twice)  # type: ignore[arg-type]
+    await run_admit(hook, "CREATE", PODS, "ns", twice)
+    await run_admit(hook, "UPDATE", PODS, "ns", twice)
     assert len(twice["spec"]["tolerations"]) == 2
 
 
@@ -68,8 +64,8 @@ async def test_malformed_specs_are_left_for_validation() -> None:
     hook = DefaultTolerationSeconds(seconds=60)
     for bad in ({"spec": "x"}, {"spec": {"tolerations": "x"}}, {}):
         obj = copy.deepcopy(bad)
-        await hook("CREATE", FakeStore(PODS), "ns", obj)  # type: ignore[arg-type]
+        await run_admit(hook, "CREATE", PODS, "ns", obj)
         assert obj == bad
     custom: dict[str, Any] = {"spec": {}}
-    await hook("CREATE", FakeStore(PODS), "ns", custom)  # type: ignore[arg-type]
+    await run_admit(hook, "CREATE", PODS, "ns", custom)
     assert custom["spec"]["tolerations"][0]["tolerationSeconds"] == 60

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery import errors as apierrors
 from genericapi.registry.options import ListOptions
 from genericapi.registry.store import Store
@@ -110,17 +111,21 @@ class Priority:
     def __init__(self, classes: Store) -> None:
         self.classes = classes
 
-    async def __call__(self, operation: str, store: Store, namespace: str, obj: dict[str, Any]) -> None:
-        target = (store.info.group, store.info.plural)
+    def handles(self, operation: str) -> bool:
+        return operation in (adm.CREATE, adm.UPDATE)
+
+    async def admit(self, attrs: adm.Attributes) -> None:
+        target, operation, obj = (attrs.group, attrs.resource), attrs.operation, attrs.obj
+        if obj is None or attrs.subresource:
+            return
         if target == PODS:
             spec = obj.get("spec")
             if not isinstance(spec, dict):
                 return  # validation reports the missing spec
             if operation == "CREATE":
-                await self._admit_pod(store, spec, obj)
+                await self._admit_pod(spec, obj)
             elif operation == "UPDATE" and (spec.get("priority") is None or spec.get("preemptionPolicy") is None):
-                old = await self._stored(store, namespace, admission_name(obj))
-                old_spec = (old or {}).get("spec")
+                old_spec = (attrs.old_obj or {}).get("spec")
                 if isinstance(old_spec, dict):
                     keep_priority_on_update(spec, old_spec)
         elif target == PRIORITY_CLASSES and operation in ("CREATE", "UPDATE"):
@@ -128,7 +133,7 @@ class Priority:
             if why:
                 raise apierrors.forbidden_error(*PRIORITY_CLASSES, admission_name(obj), why)
 
-    async def _admit_pod(self, pods: Store, spec: dict[str, Any], pod: dict[str, Any]) -> None:
+    async def _admit_pod(self, spec: dict[str, Any], pod: dict[str, Any]) -> None:
         given = spec.get("priority")
         if (given is not None and not _is_int(given)) or not isinstance(spec.get("preemptionPolicy") or "", str):
             return  # a malformed field: left for validation to report

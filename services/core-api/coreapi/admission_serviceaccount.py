@@ -23,6 +23,7 @@ import random
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery import errors as apierrors
 from genericapi.registry.meta import generate_name
 from genericapi.registry.store import Store
@@ -209,8 +210,12 @@ class ServiceAccount:
         #: The pause between lookups of a missing ``default`` account: 100-200 ms, drawn per request.
         self.pause = pause or (lambda: random.uniform(0.1, 0.2))
 
-    async def __call__(self, operation: str, store: Store, namespace: str, obj: dict[str, Any]) -> None:
-        if operation != "CREATE" or (store.info.group, store.info.plural) != PODS:
+    def handles(self, operation: str) -> bool:
+        return operation == adm.CREATE
+
+    async def admit(self, attrs: adm.Attributes) -> None:
+        obj, namespace = attrs.obj, attrs.namespace
+        if obj is None or attrs.subresource or (attrs.group, attrs.resource) != PODS:
             return
         spec = obj.get("spec")
         meta = obj.get("metadata")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genericapi.registry.store import Store
+from genericapi.apimachinery import admission as adm
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -40,13 +40,17 @@ def add_default_tolerations(spec: dict[str, Any], seconds: int = DEFAULT_TOLERAT
 
 
 class DefaultTolerationSeconds:
-    """The admission hook (stateless)."""
+    """The mutating plugin (stateless)."""
 
     def __init__(self, seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
         self.seconds = seconds
 
-    async def __call__(self, operation: str, store: Store, namespace: str, obj: dict[str, Any]) -> None:
-        if operation not in ("CREATE", "UPDATE") or (store.info.group, store.info.plural) != ("", "pods"):
+    def handles(self, operation: str) -> bool:
+        return operation in (adm.CREATE, adm.UPDATE)
+
+    async def admit(self, attrs: adm.Attributes) -> None:
+        obj = attrs.obj
+        if obj is None or attrs.subresource or (attrs.group, attrs.resource) != ("", "pods"):
             return
         spec = obj.get("spec")
         if isinstance(spec, dict):

@@ -28,11 +28,12 @@ from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.apimachinery.validation import validate_qualified_name
+from genericapi.registry.admissionchain import AdmissionChain
 from genericapi.registry.codec import JsonCodec
 from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.meta import now_rfc3339
 from genericapi.registry.options import DeleteOptions
-from genericapi.registry.store import AdmissionHook, Store
+from genericapi.registry.store import Store
 from genericapi.storage import errors as serrors
 from genericapi.storage.etcd import EtcdClient
 
@@ -168,7 +169,7 @@ class NamespaceStore(Store):
     """The namespaces store, with kube's two-phase delete and the ``finalize`` subresource."""
 
     def __init__(self, info: ResourceInfo, strategy: NamespaceStrategy, client: EtcdClient, key_prefix: str,
-                 admission: list[AdmissionHook] | None = None, watch_cache_size: int = 10_000,
+                 admission: AdmissionChain | None = None, watch_cache_size: int = 10_000,
                  codec: JsonCodec | None = None) -> None:
         super().__init__(info, strategy, client, key_prefix, admission, watch_cache_size, codec)
         finalize = copy.copy(self)
@@ -195,8 +196,7 @@ class NamespaceStore(Store):
                 return await super().delete(namespace, name, opts)
             if not spec_finalizers(obj):
                 return await super().delete(namespace, name, opts)
-            for hook in self.admission:
-                await hook("DELETE", self, namespace, obj)
+            await self.validate_delete(namespace, name, obj, opts)
             meta["deletionTimestamp"] = now_rfc3339()
             status = obj.get("status")
             if not isinstance(status, dict):
@@ -221,7 +221,7 @@ class NamespaceStore(Store):
 
 
 def build_store(info: ResourceInfo, schemas: SchemaCatalog, client: EtcdClient, key_prefix: str,
-                admission: list[AdmissionHook], watch_cache_size: int, *,
+                admission: AdmissionChain, watch_cache_size: int, *,
                 add_kubernetes_finalizer: bool) -> NamespaceStore:
     strategy = NamespaceStrategy(info, schemas, add_kubernetes_finalizer)
     return NamespaceStore(info, strategy, client, key_prefix, admission, watch_cache_size)

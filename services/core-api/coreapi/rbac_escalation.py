@@ -10,8 +10,10 @@ as it) are exempt. Refused: kube's 403 listing the permissions not held.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import user as request_user
 from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, Rules
@@ -58,6 +60,12 @@ def _owned(rules: Rules) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class _Target:
+    kind: str
+    plural: str
+
+
 class RBACEscalation:
     """An admission hook on the four RBAC stores (run for the writes of the objects themselves)."""
 
@@ -65,10 +73,16 @@ class RBACEscalation:
         self.authorizer = authorizer
         self.stores = stores
 
-    async def __call__(self, operation: str, store: Store, namespace: str, obj: dict[str, Any]) -> None:
-        info = store.info
-        if operation not in ("CREATE", "UPDATE") or info.group != GROUP:
+    def handles(self, operation: str) -> bool:
+        return operation in (adm.CREATE, adm.UPDATE)
+
+    async def admit(self, attrs: adm.Attributes) -> None:
+        """kube checks escalation in the RBAC storage, before the admission chain: this plugin
+        is first in the mutating list (it changes nothing)."""
+        obj, namespace = attrs.obj, attrs.namespace
+        if obj is None or attrs.group != GROUP or attrs.subresource:
             return
+        info = _Target(attrs.kind, attrs.resource)
         who = request_user.current_user.get()
         if who is None or "system:masters" in who.groups:
             return  # kube's EscalationAllowed

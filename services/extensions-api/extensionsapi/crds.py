@@ -106,8 +106,7 @@ class CRDStore(Store):
             current, kv = await self._read(namespace, name)
             cmeta = current["metadata"]
             self._check_preconditions(name, cmeta, opts)
-            for hook in self.admission:
-                await hook("DELETE", self, namespace, current)
+            await self.validate_delete(namespace, name, current, opts)
             cmeta.setdefault("deletionTimestamp", now_rfc3339())
             cmeta.setdefault("deletionGracePeriodSeconds", 0)
             finalizers = list(cmeta.get("finalizers") or [])

@@ -50,7 +50,7 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
     controller = CRDController(server, crds, schemas.definitions, ServiceResolver(services))
 
     namespaces = namespace_view(server.etcd, config.etcd_prefix)
-    server.admission.append(NamespaceLifecycle(namespaces))
+    server.admission.mutating.append(NamespaceLifecycle(namespaces))
 
     async def start_services(_s: GenericAPIServer) -> None:
         await asyncio.gather(services.start(), namespaces.start())

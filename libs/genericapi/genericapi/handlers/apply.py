@@ -18,6 +18,7 @@ from genericapi.apimachinery import decoding
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.fieldmanager.typed import TypedError
 from genericapi.apimachinery.nested import set_path
+from genericapi.registry.admissionchain import request_admission
 from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.fieldvalidation import check_fields
 from genericapi.registry.store import Store
@@ -149,6 +150,9 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
             raise _typed_failure(terr, store, namespace, name) from None
         created["metadata"].pop("resourceVersion", None)
         _check_identity(created, name, namespace)
+        scope = request_admission.get()
+        if scope is not None and scope.options is not None:  # a patch that creates admits as a create
+            scope.options = {**scope.options, "kind": "CreateOptions"}
         result = await store.create(namespace, created, dry_run=dry_run, writer=writer)
         status = 201
     resp = render_object(store, result, out, pretty, status=status)

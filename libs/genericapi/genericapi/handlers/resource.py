@@ -6,6 +6,8 @@ response; errors are raised as ``APIError`` and encoded by the router in one pla
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +18,7 @@ from starlette.responses import Response
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import k8sproto
 from genericapi.apimachinery.decoding import decode_body
+from genericapi.registry.admissionchain import RequestAdmission, options_object, request_admission
 from genericapi.registry.fieldvalidation import check_fields
 from genericapi.registry.options import DeleteOptions, ListResult
 from genericapi.registry.store import Store
@@ -78,9 +81,10 @@ async def create(t: Target, request: Request) -> Response:
     writer = writer_for(request, kind)
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
     warnings = check_fields(t.store.strategy, obj, validation, duplicates)
-    created = await t.store.create(t.namespace, obj, dry_run=dry, writer=writer)
+    with admission_scope(request, kind, dry) as scope:
+        created = await t.store.create(t.namespace, obj, dry_run=dry, writer=writer)
     resp = render_object(t.store, created, out, _pretty(request), status=201)
-    _add_warnings(resp, warnings)
+    _add_warnings(resp, warnings + scope.warnings)
     return resp
 
 
@@ -115,10 +119,11 @@ async def update(t: Target, request: Request) -> Response:
         return object_response(scale, pretty=_pretty(request))
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
     warnings = check_fields(t.store.strategy, obj, validation, duplicates)
-    updated = await t.store.update(t.namespace, t.name, obj, dry_run=dry, subresource=t.subresource,
-                                   writer=writer)
+    with admission_scope(request, kind, dry) as scope:
+        updated = await t.store.update(t.namespace, t.name, obj, dry_run=dry, subresource=t.subresource,
+                                       writer=writer)
     resp = render_object(t.store, updated, out, _pretty(request))
-    _add_warnings(resp, warnings)
+    _add_warnings(resp, warnings + scope.warnings)
     return resp
 
 
@@ -131,8 +136,11 @@ async def patch(t: Target, request: Request) -> Response:
     ctype = media_type(request)
     raw = await read_bytes(request)
     if ctype == APPLY_PATCH:
-        return await apply(t.store, t.namespace, t.name, t.subresource, request, raw, validation, dry, out,
-                           _pretty(request))
+        with admission_scope(request, "UpdateOptions", dry) as scope:
+            resp = await apply(t.store, t.namespace, t.name, t.subresource, request, raw, validation, dry, out,
+                               _pretty(request))
+        _add_warnings(resp, scope.warnings)
+        return resp
     force_option(request, False)
     writer = writer_for(request, kind, t.subresource)
     warnings: list[str] = []
@@ -163,17 +171,20 @@ async def patch(t: Target, request: Request) -> Response:
         warnings.extend(check_fields(t.store.strategy, new, validation, []))
         return new
 
-    updated = await t.store.guaranteed_update(t.namespace, t.name, produce, dry_run=dry,
-                                              subresource=t.subresource, writer=writer)
+    with admission_scope(request, "UpdateOptions", dry) as scope:  # kube's patchToUpdateOptions
+        updated = await t.store.guaranteed_update(t.namespace, t.name, produce, dry_run=dry,
+                                                  subresource=t.subresource, writer=writer)
     resp = render_object(t.store, updated, out, _pretty(request))
-    _add_warnings(resp, warnings)
+    _add_warnings(resp, warnings + scope.warnings)
     return resp
 
 
 async def delete(t: Target, request: Request) -> Response:
     body = await _delete_body(request)
     opts = qp.delete_options(request.query_params, body)
-    obj, gone = await t.store.delete(t.namespace, t.name, opts)
+    with admission_scope(request, "DeleteOptions", opts.dry_run, delete=opts) as scope:
+        await t.store.admit_delete(t.namespace, t.name, opts)
+        obj, gone = await t.store.delete(t.namespace, t.name, opts)
     # 202 only when the object stays and the client asked orphanDependents=false (as kube: other
     # pending deletions, a terminating namespace or a graceful pod, answer 200).
     status = 202 if not gone and opts.orphan_dependents is False else 200
@@ -190,6 +201,7 @@ async def delete(t: Target, request: Request) -> Response:
     else:
         resp = object_response(obj, status, pretty=_pretty(request))
     _add_policy_warning(resp, t.store, opts)
+    _add_warnings(resp, scope.warnings)
     return resp
 
 
@@ -202,9 +214,12 @@ async def delete_collection(t: Target, request: Request) -> Response:
     body = await _delete_body(request)
     opts = qp.delete_options(request.query_params, body)
     list_opts = qp.list_options(t.store.info, request.query_params)
-    result: ListResult = await t.store.delete_collection(t.namespace, list_opts, opts)
+    with admission_scope(request, "DeleteOptions", opts.dry_run, delete=opts) as scope:
+        await t.store.admit_delete(t.namespace, "", opts)
+        result: ListResult = await t.store.delete_collection(t.namespace, list_opts, opts)
     resp = render_list(t.store, result, Output("object"), _pretty(request))
     _add_policy_warning(resp, t.store, opts)
+    _add_warnings(resp, scope.warnings)
     return resp
 
 
@@ -221,6 +236,29 @@ async def _delete_body(request: Request) -> dict[str, Any] | None:
     if not isinstance(body, dict):
         raise apierrors.bad_request("DeleteOptions must be an object")
     return body
+
+
+@contextmanager
+def admission_scope(request: Request, kind: str, dry_run: bool,
+                    delete: DeleteOptions | None = None) -> Iterator[RequestAdmission]:
+    """What admission learns of this request (its options as a ``meta.k8s.io/v1`` object) and
+    gives back (warnings), for the length of the write."""
+    params = request.query_params
+    if delete is not None:
+        preconditions = {k: v for k, v in (("uid", delete.precondition_uid),
+                                           ("resourceVersion", delete.precondition_rv)) if v is not None}
+        options = options_object(kind, dry_run, gracePeriodSeconds=delete.grace_period_seconds,
+                                 preconditions=preconditions, orphanDependents=delete.orphan_dependents,
+                                 propagationPolicy=delete.propagation_policy)
+    else:
+        options = options_object(kind, dry_run, fieldManager=params.get("fieldManager"),
+                                 fieldValidation=params.get("fieldValidation"))
+    scope = RequestAdmission(options)
+    token = request_admission.set(scope)
+    try:
+        yield scope
+    finally:
+        request_admission.reset(token)
 
 
 def _add_warnings(resp: Response, warnings: list[str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.storage.etcd import EtcdClient
@@ -27,18 +28,24 @@ def namespace_view(client: EtcdClient, etcd_prefix: str) -> Store:
 
 
 class NamespaceLifecycle:
+    """A mutating-phase plugin (kube's ``Admit``): it runs before any webhook is called."""
+
     def __init__(self, namespaces: Store) -> None:
         self.namespaces = namespaces
 
-    async def __call__(self, operation: str, store: Store, namespace: str, obj: dict[str, Any]) -> None:
-        if operation != "CREATE" or not store.info.namespaced or not namespace:
+    def handles(self, operation: str) -> bool:
+        return operation in (adm.CREATE, adm.UPDATE, adm.DELETE)
+
+    async def admit(self, attrs: adm.Attributes) -> None:
+        namespace = attrs.namespace
+        if attrs.operation != adm.CREATE or not namespace or attrs.subresource:
             return
         ns = await self._namespace(namespace)
         if (ns.get("metadata") or {}).get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == \
                 "Terminating":
-            info = store.info
+            obj = attrs.obj or {}
             denied = apierrors.forbidden_error(
-                info.group, info.plural, (obj.get("metadata") or {}).get("name", ""),
+                attrs.group, attrs.resource, (obj.get("metadata") or {}).get("name", ""),
                 f"unable to create new content in namespace {namespace} because it is being terminated")
             assert denied.details is not None
             denied.details["causes"] = [{"reason": "NamespaceTerminating",

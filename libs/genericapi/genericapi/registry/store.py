@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.resources import ResourceInfo
@@ -23,6 +24,7 @@ from genericapi.storage import errors as serrors
 from genericapi.storage.cacher import CacheWatcher, WatchCache
 from genericapi.storage.etcd import EtcdClient, KeyValue, prefix_end
 
+from .admissionchain import AdmissionChain, attributes
 from .codec import JsonCodec
 from .fieldtracking import FieldTracker, Writer
 from .meta import generate_name, new_uid, now_rfc3339
@@ -32,8 +34,6 @@ from .translate import to_api_error
 
 log = logging.getLogger(__name__)
 
-#: Hook run before a write: (operation, store, namespace, object) -> None or raise APIError.
-AdmissionHook = Callable[[str, "Store", str, dict[str, Any]], Awaitable[None]]
 #: Called once a write that a begin hook prepared succeeded (True) or failed (False).
 FinishHook = Callable[[bool], Awaitable[None]]
 #: kube's BeginCreate: (object, dry_run) -> finish; runs after defaulting, before validation.
@@ -63,7 +63,7 @@ class Store:
     """Storage and semantics of one resource (all namespaces)."""
 
     def __init__(self, info: ResourceInfo, strategy: Strategy, client: EtcdClient, key_prefix: str,
-                 admission: list[AdmissionHook] | None = None, watch_cache_size: int = 10_000,
+                 admission: AdmissionChain | None = None, watch_cache_size: int = 10_000,
                  codec: JsonCodec | None = None) -> None:
         self.info = info
         self.strategy = strategy
@@ -71,7 +71,8 @@ class Store:
         self.key_prefix = key_prefix.rstrip("/")
         self.codec = codec or JsonCodec()
         self.cache = WatchCache(client, (self.key_prefix + "/").encode(), self.codec, window=watch_cache_size)
-        self.admission: list[AdmissionHook] = admission if admission is not None else []
+        #: The service's admission chain (shared by its stores; empty: nothing runs).
+        self.admission: AdmissionChain = admission if admission is not None else AdmissionChain()
         #: Whether a garbage collector honours orphan/foreground deletion finalizers.
         self.gc_enabled = False
         #: Propagation when a DELETE names none (kube's DefaultGarbageCollectionPolicy):
@@ -262,8 +263,13 @@ class Store:
             raise apierrors.internal_error("resourceVersion should not be set on objects to be created")
         generated = not meta.get("name") and bool(meta.get("generateName"))
         before_admission = self.fields.before_admission(obj, writer if self.admission else None)
-        for hook in self.admission:
-            await hook("CREATE", self, namespace, obj)
+        attrs = None
+        if self.admission:
+            attrs = self.admission_attributes(adm.CREATE, namespace, str(meta.get("name") or ""), obj, None,
+                                              dry_run=dry_run)
+            await self.admission.admit(attrs)
+            obj = attrs.obj if attrs.obj is not None else obj
+            meta = obj["metadata"]
         admitted = before_admission.added(obj) if before_admission is not None else None
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
@@ -278,6 +284,9 @@ class Store:
                 errs = self.strategy.validate(obj)
                 if errs:
                     raise apierrors.invalid_object(self.info.group, self.info.kind, meta.get("name", ""), errs)
+                if attrs is not None:
+                    attrs.obj, attrs.name = obj, str(meta.get("name") or "")
+                    await self.admission.validate(attrs)
                 if dry_run:
                     written = True
                     return obj
@@ -359,6 +368,14 @@ class Store:
             pinned = precondition if precondition is not None else new_rv != current_rv
             if new_rv != current_rv:
                 raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+            attrs = None
+            if self.admission:
+                # kube's mutating admission runs in the update's object transformers: on the
+                # patched or replaced object, against the stored one, before PrepareForUpdate.
+                attrs = self.admission_attributes(adm.UPDATE, namespace, name, new, old, subresource=subresource,
+                                                  dry_run=dry_run)
+                await self.admission.admit(attrs)
+                new = attrs.obj if attrs.obj is not None else new
             produced = new
             new = self._prepare_update(namespace, name, new, old, subresource)
             self.fields.track(old, new, writer, produced)
@@ -367,7 +384,7 @@ class Store:
                 finish = await self.begin_update(new, old, dry_run)
             out = None
             try:
-                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run, subresource)
+                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run, subresource, attrs)
             finally:
                 if finish is not None:
                     await finish(out is not None)  # a failed or retried update gives back its allocations
@@ -397,17 +414,16 @@ class Store:
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
 
     async def _write_update(self, namespace: str, name: str, new: dict[str, Any], old: dict[str, Any],
-                            kv: KeyValue, pinned: bool, dry_run: bool, subresource: str = "") -> dict[str, Any] | None:
-        """Admit, validate and write one prepared update; None when a lost race means retry.
-
-        Admission hooks see writes of the object itself only: every plugin here (as kube's
-        NamespaceLifecycle, ServiceAccount, Priority, DefaultTolerationSeconds) leaves
-        subresource writes such as ``/status`` alone."""
-        for hook in self.admission if not subresource else ():
-            await hook("UPDATE", self, namespace, new)
+                            kv: KeyValue, pinned: bool, dry_run: bool, subresource: str = "",
+                            attrs: adm.Attributes | None = None) -> dict[str, Any] | None:
+        """Validate (strategy, then validating admission) and write one prepared update; None when
+        a lost race means retry."""
         errs = self.strategy.validate_update(new, old)
         if errs:
             raise apierrors.invalid_object(self.info.group, self.info.kind, name, errs)
+        if attrs is not None:
+            attrs.obj = new
+            await self.admission.validate(attrs)
         new_meta = new["metadata"]
         if self.should_delete_during_update(new):
             # The last finalizer is gone from an object being deleted: it goes now.
@@ -439,6 +455,27 @@ class Store:
             raise self._err(err, name, operation="update") from err
         new_meta["resourceVersion"] = str(rev)
         return new
+
+    # -- admission ------------------------------------------------------------------------
+    def admission_attributes(self, operation: str, namespace: str, name: str, obj: dict[str, Any] | None,
+                             old: dict[str, Any] | None, *, subresource: str = "",
+                             dry_run: bool = False) -> adm.Attributes:
+        """The admission record of a write to this resource (a store serving another kind for a
+        subresource overrides this)."""
+        return attributes(self.info, operation, namespace, name, obj, old, subresource=subresource, dry_run=dry_run)
+
+    async def admit_delete(self, namespace: str, name: str, opts: DeleteOptions) -> None:
+        """kube's DELETE handler runs the mutating plugins first, with neither object (``name``
+        is "" for a deletecollection: once for the whole request)."""
+        if self.admission:
+            await self.admission.admit(self.admission_attributes(adm.DELETE, namespace, name, None, None,
+                                                                 dry_run=opts.dry_run))
+
+    async def validate_delete(self, namespace: str, name: str, old: dict[str, Any], opts: DeleteOptions) -> None:
+        """kube's deleteValidation: the validating plugins see the stored object as the old one."""
+        if self.admission:
+            await self.admission.validate(self.admission_attributes(adm.DELETE, namespace, name, None, old,
+                                                                    dry_run=opts.dry_run))
 
     async def _deleted(self, obj: dict[str, Any]) -> None:
         """The object is gone from etcd: run the resource's after-delete hook (releases)."""
@@ -485,8 +522,7 @@ class Store:
             obj, kv = await self._read(namespace, name)
             meta = obj["metadata"]
             self._check_preconditions(name, meta, opts)
-            for hook in self.admission:
-                await hook("DELETE", self, namespace, obj)
+            await self.validate_delete(namespace, name, obj, opts)
             graceful, pending = self._before_delete(obj, opts)
             if pending:
                 return obj, False  # a graceful deletion is under way and this one would not shorten it

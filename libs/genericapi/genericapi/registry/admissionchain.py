@@ -1,0 +1,129 @@
+"""The admission chain a store runs around each write, in kube-apiserver's two phases.
+
+kube-apiserver builds one chain from its ordered plugin list (``AllOrderedPlugins``) and splits it:
+every plugin that mutates runs in the first phase, before the strategy prepares and validates the
+object; every plugin that validates runs in the second, after the strategy's validation and right
+before the etcd write. ``AdmissionChain`` is those two plain lists, built in one place per service
+(its ``server.py``); ``Store`` calls ``admit`` and ``validate`` with a ``genericapi.apimachinery.
+admission.Attributes`` record it fills from the request.
+
+What only the HTTP layer knows travels in a context variable (``request_admission``): the
+request's options (CreateOptions / UpdateOptions / DeleteOptions as ``meta.k8s.io/v1`` objects)
+and the list the response's ``Warning`` headers are taken from. Writes made in-process (the
+controllers' local client) have none: their options are empty and their warnings dropped.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from genericapi.apimachinery.admission import Attributes, MutatingPlugin, ValidatingPlugin
+from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.apimachinery.user import UserInfo, current_user
+
+#: Who a write without an authenticated user is made by: kube's loopback client identity.
+LOOPBACK_USER = UserInfo("system:apiserver", ("system:authenticated", "system:masters"))
+
+
+@dataclass
+class RequestAdmission:
+    """What the handler of one request gives admission and takes back from it."""
+
+    #: The request's options as a ``meta.k8s.io/v1`` object (kind, apiVersion, dryRun, ...).
+    options: dict[str, Any] | None = None
+    #: Warnings plugins added, for the response's ``Warning`` headers.
+    warnings: list[str] = field(default_factory=list)
+    #: Audit annotations plugins added (kept for an audit log to read).
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+request_admission: ContextVar[RequestAdmission | None] = ContextVar("request_admission", default=None)
+
+
+@dataclass
+class Reinvocation:
+    """kube's ``ReinvocationContext`` for one mutating phase: a plugin that changed the object asks
+    for the phase to run again (``should_reinvoke``); in that second round ``is_reinvoke`` is set.
+    ``values`` keeps each plugin's own state between the rounds (by plugin name)."""
+
+    should_reinvoke: bool = False
+    is_reinvoke: bool = False
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+reinvocation: ContextVar[Reinvocation | None] = ContextVar("admission_reinvocation", default=None)
+
+
+def options_object(kind: str, dry_run: bool, **fields: Any) -> dict[str, Any]:
+    """A ``meta.k8s.io/v1`` options object as kube puts it in an AdmissionReview (empty fields omitted)."""
+    out: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if dry_run:
+        out["dryRun"] = ["All"]
+    out.update({k: v for k, v in fields.items() if v not in (None, "", [], {})})
+    return out
+
+
+class AdmissionChain:
+    """The mutating plugins, then the validating plugins, each list in kube's order."""
+
+    def __init__(self, mutating: list[MutatingPlugin] | None = None,
+                 validating: list[ValidatingPlugin] | None = None) -> None:
+        self.mutating: list[MutatingPlugin] = mutating if mutating is not None else []
+        self.validating: list[ValidatingPlugin] = validating if validating is not None else []
+
+    def __bool__(self) -> bool:
+        return bool(self.mutating or self.validating)
+
+    async def admit(self, attrs: Attributes) -> None:
+        """The mutating phase: each plugin that handles the operation may change ``attrs.obj``.
+
+        As kube's reinvoker: when a plugin asked for it (a webhook with ``reinvocationPolicy:
+        IfNeeded`` saw a later one change the object), the phase runs a second time. kube runs
+        every plugin again; here only plugins marked ``reinvocable`` (the webhook plugin) run
+        again, the built-in ones being idempotent and first in the order."""
+        state = Reinvocation()
+        token = reinvocation.set(state)
+        try:
+            for plugin in self.mutating:
+                if plugin.handles(attrs.operation):
+                    await plugin.admit(attrs)
+            if state.should_reinvoke:
+                state.is_reinvoke = True
+                for plugin in self.mutating:
+                    if getattr(plugin, "reinvocable", False) and plugin.handles(attrs.operation):
+                        await plugin.admit(attrs)
+        finally:
+            reinvocation.reset(token)
+            _hand_back(attrs)
+
+    async def validate(self, attrs: Attributes) -> None:
+        """The validating phase: plugins may only refuse."""
+        try:
+            for plugin in self.validating:
+                if plugin.handles(attrs.operation):
+                    await plugin.validate(attrs)
+        finally:
+            _hand_back(attrs)
+
+
+def _hand_back(attrs: Attributes) -> None:
+    """Move what plugins added to the record into the request's (once: the record is reused)."""
+    scope = request_admission.get()
+    if scope is not None:
+        scope.warnings.extend(w for w in attrs.warnings if w not in scope.warnings)
+        for key, value in attrs.annotations.items():
+            scope.annotations.setdefault(key, value)
+    attrs.warnings.clear()
+
+
+def attributes(info: ResourceInfo, operation: str, namespace: str, name: str, obj: dict[str, Any] | None,
+               old_obj: dict[str, Any] | None, *, subresource: str = "", dry_run: bool = False) -> Attributes:
+    """The record of one write to the resource ``info`` describes (its group, version, kind)."""
+    scope = request_admission.get()
+    user = current_user.get() or LOOPBACK_USER
+    if not info.namespaced:
+        namespace = ""
+    return Attributes(operation, info.group, info.version, info.kind, info.plural, subresource, namespace, name,
+                      obj, old_obj, user, dry_run, scope.options if scope is not None else None)
