@@ -137,24 +137,28 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     for review in reviews.SELF_SUBJECT_REVIEWS:
         server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
                                                         f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
-    # The admission chain, in kube's AllOrderedPlugins order. RBAC escalation is kube's RBAC storage
-    # check, made before admission: first. ValidatingAdmissionPolicy goes into `validating` before
-    # the webhook plugin (kube's order).
-    mutating = server.admission.mutating
+    server.admission.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
+    server.admission.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
+    server.admission.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
+    server.admission.append(DefaultTolerationSeconds())
     if authorization_mode == "RBAC":  # nobody grants what they do not hold
-        mutating.append(RBACEscalation(authorizer, {
+        server.admission.append(RBACEscalation(authorizer, {
             "roles": server.by_resource[("rbac.authorization.k8s.io", "roles")],
             "clusterroles": server.by_resource[("rbac.authorization.k8s.io", "clusterroles")]}))
-    mutating.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
-    mutating.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
-    mutating.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
-    mutating.append(DefaultTolerationSeconds())
 
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"
                          or st.info.group == ""}, secure_port=secure_port, service_cidr=service_cidr)
 
-    server.post_start.append(run_bootstrap)
+    # kube runs one post-start hook per task; bootstrap() does these four (the ServiceCIDR and the
+    # PriorityClasses where their groups are served).
+    hooks = ["start-system-namespaces-controller"]
+    if ("scheduling.k8s.io", "priorityclasses") in server.by_resource:
+        hooks.append("scheduling/bootstrap-system-priority-classes")
+    hooks.append("bootstrap-controller")
+    if ("networking.k8s.io", "servicecidrs") in server.by_resource:
+        hooks.append("start-kubernetes-service-cidr-controller")
+    server.add_post_start_hook(run_bootstrap, *hooks)
     install_rbac_bootstrap(server)  # after bootstrap: the namespaced Roles live in kube-system and kube-public
     kubernetes_endpoints.install(server, secure_port)  # after bootstrap: the Service's endpoints from the master leases
     if controllers is not None:
@@ -212,21 +216,15 @@ def authorizer_for(server: GenericAPIServer, mode: str) -> Authorizer:
 
 
 def install_rbac_bootstrap(server: GenericAPIServer) -> None:
-    """kube's ``rbac/bootstrap-roles`` post-start hook, with its named readiness check."""
-    done = asyncio.Event()
+    """kube's ``rbac/bootstrap-roles`` post-start hook, with its named check."""
     # Taken now: runtime-config may hide the group from routes later, the defaults are still written.
     stores = {(st.info.group, st.info.plural): st for st in server.stores
               if st.info.group == RBAC_GROUP and st.info.version == "v1"}
 
     async def run(_s: GenericAPIServer) -> None:
         await ensure_rbac_defaults(stores)
-        done.set()
 
-    async def finished() -> bool:
-        return done.is_set()
-
-    server.health.add(f"poststarthook/{RBAC_HOOK_NAME}", finished, liveness=False)
-    server.post_start.append(run)
+    server.add_post_start_hook(run, RBAC_HOOK_NAME)
 
 
 def install_repair(server: GenericAPIServer, repair: AllocationRepair) -> None:
@@ -242,7 +240,7 @@ def install_repair(server: GenericAPIServer, repair: AllocationRepair) -> None:
         while tasks:
             await cancel_and_wait(tasks.pop())
 
-    server.post_start.append(start)
+    server.add_post_start_hook(start, "start-service-ip-repair-controllers")
     server.pre_shutdown.append(stop)
 
 

@@ -24,8 +24,7 @@ from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.codec import JsonCodec
-from genericapi.registry.admissionchain import AdmissionChain
-from genericapi.registry.store import Store
+from genericapi.registry.store import AdmissionHook, Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import EtcdClient, EtcdTLS
@@ -185,8 +184,7 @@ class GenericAPIServer:
             if config.encryption_provider_config else None
         self.stores: list[Store] = []
         self.by_resource: dict[tuple[str, str], Store] = {}
-        #: The admission chain of every store this server installs (built in the service's server.py).
-        self.admission = AdmissionChain()
+        self.admission: list[AdmissionHook] = []
         self.post_start: list[PostStartHook] = []
         #: Run first on stop (controllers stop and release their lease before the stores go).
         self.pre_shutdown: list[PostStartHook] = []
@@ -210,8 +208,12 @@ class GenericAPIServer:
         self.openapi = OpenAPIService([], self._definitions)
         self.router = APIRouter([], self.discovery, delegate=self.delegate,
                                 bookmark_interval=config.bookmark_interval)
+        # kube's names: etcd everywhere; etcd-readiness and informer-sync (here: every store's watch
+        # cache and every post-start hook, named or not, has run) for readiness only.
         self.health.add("etcd", self._etcd_ok)
-        self.health.add("poststarthook/start-complete", self._started_ok, liveness=False)
+        self.health.add("etcd-readiness", self._etcd_ok, liveness=False)
+        self.health.add("informer-sync", self._started_ok, liveness=False)
+        self._informers = self.health.post_start_hook("generic-apiserver-start-informers")
         #: Called with the new documents at every ``publish`` (on the event loop; keep them cheap).
         self.publish_hooks: list[Callable[[DiscoveryDocuments], None]] = []
         self.control: ControlServer | None = None
@@ -230,6 +232,19 @@ class GenericAPIServer:
 
     async def _started_ok(self) -> bool:
         return self._started.is_set()
+
+    def add_post_start_hook(self, hook: PostStartHook, *names: str) -> None:
+        """Run ``hook`` after the stores started (in the order added), with kube's named checks
+        ``poststarthook/<name>`` failing until it returned (several names: kube has one hook per
+        name where one hook here does their work)."""
+        statuses = [self.health.post_start_hook(name) for name in names]
+
+        async def run(server: GenericAPIServer) -> None:
+            await hook(server)
+            for status in statuses:
+                status.finish()
+
+        self.post_start.append(run)
 
     def install(self, info: ResourceInfo, strategy: Strategy, key_prefix: str,
                 codec: JsonCodec | None = None) -> Store:
@@ -281,6 +296,7 @@ class GenericAPIServer:
         await self._wait_for_etcd()
         self.publish()
         await asyncio.gather(*(s.start() for s in self.stores))
+        self._informers.finish()
         for hook in self.post_start:
             await hook(self)
         asyncio.get_running_loop().create_task(self.openapi.warm())
