@@ -137,14 +137,18 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     for review in reviews.SELF_SUBJECT_REVIEWS:
         server.add_store(reviews.SelfSubjectReviewStore(review, strategy_for(review, schemas), server.etcd,
                                                         f"{config.etcd_prefix.rstrip('/')}/{review.plural}"))
-    server.admission.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
-    server.admission.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
-    server.admission.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
-    server.admission.append(DefaultTolerationSeconds())
+    # The admission chain, in kube's AllOrderedPlugins order. RBAC escalation is kube's RBAC storage
+    # check, made before admission: first. ValidatingAdmissionPolicy goes into `validating` before
+    # the webhook plugin (kube's order).
+    mutating = server.admission.mutating
     if authorization_mode == "RBAC":  # nobody grants what they do not hold
-        server.admission.append(RBACEscalation(authorizer, {
+        mutating.append(RBACEscalation(authorizer, {
             "roles": server.by_resource[("rbac.authorization.k8s.io", "roles")],
             "clusterroles": server.by_resource[("rbac.authorization.k8s.io", "clusterroles")]}))
+    mutating.append(NamespaceLifecycle(server.by_resource[("", "namespaces")]))
+    mutating.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
+    mutating.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
+    mutating.append(DefaultTolerationSeconds())
 
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"

@@ -24,7 +24,8 @@ from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
 from genericapi.registry.codec import JsonCodec
-from genericapi.registry.store import AdmissionHook, Store
+from genericapi.registry.admissionchain import AdmissionChain
+from genericapi.registry.store import Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import EtcdClient, EtcdTLS
@@ -184,7 +185,8 @@ class GenericAPIServer:
             if config.encryption_provider_config else None
         self.stores: list[Store] = []
         self.by_resource: dict[tuple[str, str], Store] = {}
-        self.admission: list[AdmissionHook] = []
+        #: The admission chain of every store this server installs (built in the service's server.py).
+        self.admission = AdmissionChain()
         self.post_start: list[PostStartHook] = []
         #: Run first on stop (controllers stop and release their lease before the stores go).
         self.pre_shutdown: list[PostStartHook] = []
