@@ -28,6 +28,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from genericapi.storage.etcd import EtcdClient
+from proccpu import ProcCPU
 
 from kubechain_cli.chain import Chain, free_port
 
@@ -69,7 +70,8 @@ async def run_concurrently(n: int, work: Any) -> float:
     return time.perf_counter() - start
 
 
-async def bench_creates(session: aiohttp.ClientSession, gateway: str, etcd: EtcdClient, n: int) -> dict[str, float]:
+async def bench_creates(session: aiohttp.ClientSession, gateway: str, etcd: EtcdClient, n: int,
+                        cpu: ProcCPU) -> dict[str, Any]:
     value = json.dumps(configmap("x" * 10, 200)).encode()
 
     async def put(i: int) -> None:
@@ -83,8 +85,10 @@ async def bench_creates(session: aiohttp.ClientSession, gateway: str, etcd: Etcd
         async with session.post(url, json=configmap(f"c{i:06d}", 200)) as r:
             assert r.status == 201, await r.text()
 
+    before = cpu.snapshot()
     api_s = await run_concurrently(n, create)
-    return {"etcd_puts_per_s": n / raw_s, "gateway_creates_per_s": n / api_s, "ratio": raw_s / api_s}
+    return {"etcd_puts_per_s": n / raw_s, "gateway_creates_per_s": n / api_s, "ratio": raw_s / api_s,
+            "cpu_us": cpu.per_request(before, cpu.snapshot(), n)}
 
 
 def deployment(name: str, rev: int) -> dict[str, Any]:
@@ -242,7 +246,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                                     json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}) as r:
                 assert r.status == 201
             etcd = EtcdClient([chain.etcd_endpoints], tls=chain.etcd_tls)
-            results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000)
+            cpu = ProcCPU(chain.processes)
+            results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000, cpu)
             await etcd.close()
             results["apply"] = await bench_apply(session, gateway, 1000 if args.quick else 4000)
             if args.writes_only:
@@ -251,10 +256,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             async with direct_session(direct, ctx) as (dsession, dbase):
                 await bench_gets(session, gateway, 500)  # warm up both paths
                 await bench_gets(dsession, dbase, 500)
+                before = cpu.snapshot()
                 via = await bench_gets(session, gateway, n)
+                via_cpu = cpu.per_request(before, cpu.snapshot(), n)
                 dir_ = await bench_gets(dsession, dbase, n)
             results["get"] = {"gateway": via, "direct": dir_, "rps_ratio": via["rps"] / dir_["rps"],
-                              "p99_ratio": via["p99_ms"] / dir_["p99_ms"]}
+                              "p99_ratio": via["p99_ms"] / dir_["p99_ms"], "cpu_us": via_cpu}
             results["list"] = await bench_list(session, gateway, chain)
         results["watch"] = await bench_watchers(gateway, ctx, 200 if args.quick else 1000)
         results["proxy_clients"] = await bench_proxy_clients(gateway, ctx, 1000 if args.quick else 3000)
@@ -262,6 +269,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         chain.stop()
         shutil.rmtree(data, ignore_errors=True)
+
+
+def _cpu_line(cpu_us: dict[str, float]) -> str:
+    return ", ".join(f"{name} {us:.0f} us" for name, us in sorted(cpu_us.items()) if us >= 1)
 
 
 def main() -> None:
@@ -276,6 +287,8 @@ def main() -> None:
     c, a = r["create"], r["apply"]
     print(f"creates/s via gateway {c['gateway_creates_per_s']:.0f} / raw etcd puts/s {c['etcd_puts_per_s']:.0f}"
           f" = {c['ratio']:.2f}  (target >= 0.25)")
+    services = sum(v for k, v in c["cpu_us"].items() if k != "etcd")
+    print(f"CPU per create: {_cpu_line(c['cpu_us'])}; all services {services:.0f} us (target <= 350 us)")
     print(f"server-side applies/s of a 2 KiB Deployment {a['applies_per_s']:.0f} / merge patches/s of the same"
           f" change {a['merge_patches_per_s']:.0f} = {a['ratio']:.2f}  (target >= 0.7)")
     if args.writes_only:
@@ -284,6 +297,9 @@ def main() -> None:
     print(f"GET rps via gateway {g['gateway']['rps']:.0f} / direct {g['direct']['rps']:.0f} = {g['rps_ratio']:.2f}"
           f"  (target >= 0.6); p50 {g['gateway']['p50_ms']:.1f}/{g['direct']['p50_ms']:.1f} ms,"
           f" p99 {g['gateway']['p99_ms']:.1f}/{g['direct']['p99_ms']:.1f} ms = {g['p99_ratio']:.2f}x (target <= 2x)")
+    gcpu = g["cpu_us"]
+    print(f"CPU per GET via the gateway: {_cpu_line(gcpu)}; gateway / core-api"
+          f" {gcpu.get('aggregator', 0) / max(gcpu.get('core-api', 1), 1):.2f} (target <= 0.4)")
     rss = ", ".join(f"{k.removeprefix('peak_rss_mb_')} {v:.0f} MB" for k, v in li.items() if k.startswith("peak"))
     print(f"LIST of {li['items']} ConfigMaps: {li['seconds']:.3f} s (target <= 0.5 s); peak RSS {rss}"
           f" (target <= 300 MB)")
