@@ -1,0 +1,167 @@
+"""kube's WithPriorityAndFairness filter (server/filters/priority-and-fairness.go) as ASGI.
+
+Sits inside impersonation and outside authorization, as in kube's handler chain. Every request is
+classified (FlowSchema -> priority level), then: exempt ones run at once; others take a seat of their
+level, waiting in its fair queues at most a quarter of the request's timeout (``?timeout=`` or
+``--request-timeout``, capped at a minute); a request that can neither run nor wait gets kube's 429
+(plain text "Too many requests, please try again later.", ``Retry-After``). Every answer carries the
+``X-Kubernetes-PF-FlowSchema-UID`` and ``X-Kubernetes-PF-PriorityLevel-UID`` headers. Long-running
+requests other than watches (exec, attach, log, port-forward, proxy) are not limited, as in kube; a
+watch holds its seat only until its response starts (kube: until its initial events are sent),
+then streams without one.
+"""
+
+from __future__ import annotations
+
+import time
+
+from genericapi.apimachinery.requestinfo import RequestInfo
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import filters
+from . import metrics
+from .controller import Classification, Controller
+from .queueset import Rejected, Request
+from .retryafter import DroppedRequests
+
+FLOW_SCHEMA_UID_HEADER = b"x-kubernetes-pf-flowschema-uid"
+PRIORITY_LEVEL_UID_HEADER = b"x-kubernetes-pf-prioritylevel-uid"
+TOO_MANY_REQUESTS = b"Too many requests, please try again later.\n"
+
+#: kube-apiserver's BasicLongRunningRequestCheck(verbs watch/proxy, subresources attach/exec/proxy/log/portforward).
+LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
+LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
+MAX_WAIT_SECONDS = 60.0
+
+
+def is_long_running(info: RequestInfo) -> bool:
+    return info.verb in LONG_RUNNING_VERBS or (info.is_resource_request
+                                                and info.subresource in LONG_RUNNING_SUBRESOURCES)
+
+
+def wait_limit(scope: Scope, request_timeout: float) -> float:
+    """A quarter of the request's deadline: ``?timeout=`` when it parses (kube's WithRequestDeadline
+    takes it when no longer than --request-timeout), else --request-timeout; at most a minute."""
+    timeout = request_timeout
+    query = scope.get("query_string", b"").decode("latin-1")
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key == "timeout" and value:
+            parsed = _go_duration_seconds(value)
+            if parsed is not None and 0 < parsed <= request_timeout:
+                timeout = parsed
+            break
+    return min(timeout / 4, MAX_WAIT_SECONDS)
+
+
+def _go_duration_seconds(text: str) -> float | None:
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    total, number = 0.0, ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch.isdigit() or ch == ".":
+            number += ch
+            i += 1
+            continue
+        unit = next((u for u in ("ns", "us", "µs", "ms", "s", "m", "h") if text.startswith(u, i)), None)
+        if unit is None or not number:
+            return None
+        try:
+            total += float(number) * units[unit]
+        except ValueError:
+            return None
+        number = ""
+        i += len(unit)
+    return total if not number else None
+
+
+class WithPriorityAndFairness:
+    def __init__(self, app: ASGIApp, controller: Controller, request_timeout: float = 60.0) -> None:
+        self.app = app
+        self.controller = controller
+        self.request_timeout = request_timeout
+        self.dropped = DroppedRequests()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        info = filters.request_info_of(scope)
+        if info is None:
+            info = RequestInfo(False, scope["path"], scope["method"].lower())
+        watch = info.verb == "watch"
+        if is_long_running(info) and not watch:
+            await self.app(scope, receive, send)
+            return
+        user = scope[filters.USER]
+        c = self.controller.classify(user, info)
+        level, fs_name = c.level, c.flow_schema_name
+        headers = [(FLOW_SCHEMA_UID_HEADER, c.flow_schema_uid.encode()),
+                   (PRIORITY_LEVEL_UID_HEADER, level.uid.encode())]
+        arrived = time.monotonic()
+        try:
+            req = level.queues.start(c.hash_value, 1, fs_name, c.distinguisher, (user, info))
+        except Rejected as err:
+            await self._reject(c, err.reason, send, headers)
+            return
+        if req.future is not None and not req.future.done():
+            metrics.INQUEUE.labels(level.name, fs_name).inc()
+            metrics.INQUEUE_SEATS.labels(level.name, fs_name).inc(req.seats)
+            if level.queues.config.queues > 0 and req.queue is not None:
+                metrics.QUEUE_LENGTH.labels(level.name, fs_name).observe(len(req.queue.waiting))
+            try:
+                await level.queues.wait(req, wait_limit(scope, self.request_timeout))
+            except Rejected as err:
+                metrics.WAIT.labels(level.name, fs_name, "false").observe(time.monotonic() - arrived)
+                await self._reject(c, err.reason, send, headers)
+                return
+            finally:
+                metrics.INQUEUE.labels(level.name, fs_name).dec()
+                metrics.INQUEUE_SEATS.labels(level.name, fs_name).dec(req.seats)
+        await self._execute(c, req, scope, receive, send, headers, watch, time.monotonic() - arrived)
+
+    async def _execute(self, c: Classification, req: Request, scope: Scope, receive: Receive, send: Send,
+                       headers: list[tuple[bytes, bytes]], watch: bool, waited: float) -> None:
+        level, fs_name = c.level, c.flow_schema_name
+        metrics.WAIT.labels(level.name, fs_name, "true").observe(waited)
+        metrics.DISPATCHED.labels(level.name, fs_name).inc()
+        metrics.EXECUTING.labels(level.name, fs_name).inc()
+        metrics.EXECUTING_SEATS.labels(level.name, fs_name).inc(req.seats)
+        started = time.monotonic()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            level.queues.finish(req)
+            metrics.EXECUTING.labels(level.name, fs_name).dec()
+            metrics.EXECUTING_SEATS.labels(level.name, fs_name).dec(req.seats)
+            metrics.EXECUTION.labels(level.name, fs_name, "watch" if watch else "regular").observe(
+                time.monotonic() - started)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *headers]}
+                await send(message)
+                if watch:  # the watch is established: it streams on without a seat
+                    release()
+                return
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            release()
+
+    async def _reject(self, c: Classification, reason: str, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+        level = c.level.name
+        metrics.REJECTED.labels(level, c.flow_schema_name, reason).inc()
+        self.dropped.record(level)
+        retry_after = str(self.dropped.retry_after(level)).encode()
+        await send({"type": "http.response.start", "status": 429, "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"), (b"x-content-type-options", b"nosniff"),
+            (b"retry-after", retry_after), (b"content-length", str(len(TOO_MANY_REQUESTS)).encode()), *headers]})
+        await send({"type": "http.response.body", "body": TOO_MANY_REQUESTS, "more_body": False})
