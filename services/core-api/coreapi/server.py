@@ -44,6 +44,7 @@ from .admission import NamespaceLifecycle
 from .admission_priority import Priority
 from .admission_serviceaccount import ServiceAccount
 from .admission_tolerations import DefaultTolerationSeconds
+from .admission_webhooks import install_webhooks
 from .allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, PortRange, ServiceIPRange
 from .allocation.repair import DEFAULT_INTERVAL, DEFAULT_IP_GRACE, AllocationRepair
 from .bootstrap import bootstrap
@@ -149,6 +150,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     mutating.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
     mutating.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
     mutating.append(DefaultTolerationSeconds())
+    install_webhooks(server, authorizer)  # MutatingAdmissionWebhook, ValidatingAdmissionWebhook: last
 
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"

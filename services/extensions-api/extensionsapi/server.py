@@ -16,6 +16,7 @@ from genericapi.registry.serviceview import ClusterServiceView
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
+from .admission_webhooks import install_webhooks
 from .crd_controller import CRDController
 from .crds import CRD_INFO, CRDStore, CRDStrategy
 
@@ -51,6 +52,7 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
 
     namespaces = namespace_view(server.etcd, config.etcd_prefix)
     server.admission.mutating.append(NamespaceLifecycle(namespaces))
+    install_webhooks(server, namespaces, ServiceResolver(services))  # the webhook plugins: last of each phase
 
     async def start_services(_s: GenericAPIServer) -> None:
         await asyncio.gather(services.start(), namespaces.start())
