@@ -41,6 +41,7 @@ from . import (
     tokenreviews,
 )
 from .admission import NamespaceLifecycle
+from .admission_policy import install as install_admission_policy
 from .admission_priority import Priority
 from .admission_serviceaccount import ServiceAccount
 from .admission_tolerations import DefaultTolerationSeconds
@@ -150,6 +151,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     mutating.append(ServiceAccount(server.by_resource[("", "serviceaccounts")]))
     mutating.append(Priority(server.by_resource[("scheduling.k8s.io", "priorityclasses")]))
     mutating.append(DefaultTolerationSeconds())
+    server.admission.validating.append(install_admission_policy(server, authorizer))
     install_webhooks(server, authorizer)  # MutatingAdmissionWebhook, ValidatingAdmissionWebhook: last
 
     async def run_bootstrap(s: GenericAPIServer) -> None:

@@ -17,6 +17,7 @@ from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_comm
 from genericapi.server.app import run_forever
 
 from .admission_webhooks import install_webhooks
+from .admission_policy import install as install_admission_policy
 from .crd_controller import CRDController
 from .crds import CRD_INFO, CRDStore, CRDStrategy
 
@@ -52,6 +53,7 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
 
     namespaces = namespace_view(server.etcd, config.etcd_prefix)
     server.admission.mutating.append(NamespaceLifecycle(namespaces))
+    server.admission.validating.append(install_admission_policy(server, namespaces))
     install_webhooks(server, namespaces, ServiceResolver(services))  # the webhook plugins: last of each phase
 
     async def start_services(_s: GenericAPIServer) -> None:
