@@ -25,6 +25,34 @@ from starlette.responses import PlainTextResponse
 Check = Callable[[], Awaitable[bool]]
 
 _HEADERS = {"X-Content-Type-Options": "nosniff"}
+
+#: The order kube-apiserver 1.33 lists its checks in (a kubeadm v1.33.1 ``/readyz?verbose``); checks
+#: of these names are listed in this order whatever order they were added in, others keep their place.
+KUBE_ORDER = {name: i for i, name in enumerate((
+    "ping", "log", "etcd", "etcd-readiness", "informer-sync",
+    *(f"poststarthook/{hook}" for hook in (
+        "start-apiserver-admission-initializer", "generic-apiserver-start-informers",
+        "priority-and-fairness-config-consumer", "priority-and-fairness-filter", "storage-object-count-tracker-hook",
+        "start-apiextensions-informers", "start-apiextensions-controllers", "crd-informer-synced",
+        "start-system-namespaces-controller", "start-cluster-authentication-info-controller",
+        "start-kube-apiserver-identity-lease-controller", "start-kube-apiserver-identity-lease-garbage-collector",
+        "start-legacy-token-tracking-controller", "start-service-ip-repair-controllers", "rbac/bootstrap-roles",
+        "scheduling/bootstrap-system-priority-classes", "priority-and-fairness-config-producer",
+        "bootstrap-controller", "start-kubernetes-service-cidr-controller", "aggregator-reload-proxy-client-cert",
+        "start-kube-aggregator-informers", "apiservice-status-local-available-controller",
+        "apiservice-status-remote-available-controller", "apiservice-registration-controller",
+        "apiservice-discovery-controller", "kube-apiserver-autoregistration")),
+    "autoregister-completion",
+    "poststarthook/apiservice-openapi-controller", "poststarthook/apiservice-openapiv3-controller",
+))}
+
+
+def _kube_ordered(checks: dict[str, Check]) -> dict[str, Check]:
+    """``checks`` with kube's names in kube's order, in the places those names took."""
+    names = list(checks)
+    known = sorted((n for n in names if n in KUBE_ORDER), key=KUBE_ORDER.__getitem__)
+    it = iter(known)
+    return {name: checks[name] for name in (next(it) if n in KUBE_ORDER else n for n in names)}
 _MEDIA = "text/plain; charset=utf-8"
 
 
@@ -97,8 +125,8 @@ class HealthChecks:
 
     def checks(self, kind: str) -> dict[str, Check]:
         if kind == "readyz":
-            return {**self.ready, "shutdown": self._not_shutting_down}
-        return self.live if kind == "livez" else self.healthz_checks
+            return {**_kube_ordered(self.ready), "shutdown": self._not_shutting_down}
+        return _kube_ordered(self.live if kind == "livez" else self.healthz_checks)
 
     @staticmethod
     async def _run(check: Check) -> str | None:
