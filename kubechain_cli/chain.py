@@ -121,6 +121,8 @@ class Chain:
     #: certificates from the etcd CA in the data dir) and this is set to match; for an etcd given in
     #: ``etcd_endpoints`` it is what the caller sets (empty: plain).
     etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
+    #: kube's ``--tracing-config-file`` for every service ("": no tracing).
+    tracing_config: str = ""
 
     @property
     def pki(self) -> CertPaths:
@@ -202,6 +204,8 @@ class Chain:
                   "--watch-bookmark-interval", str(self.bookmark_interval),
                   "--watch-cache-size", str(self.watch_cache_size), "--shutdown-delay", str(self.shutdown_delay),
                   "--advertise-address", f"127.0.0.1:{self.port}", *encryption]
+        tracing = ["--tracing-config-file", self.tracing_config] if self.tracing_config else []
+        common += tracing
         listen: dict[str, list[list[str]]] = {}
         if self.backend_transport == "unix":
             # On one host the links of the chain are Unix sockets in a directory only this user
@@ -242,6 +246,7 @@ class Chain:
             self._spawn(self.replica_name("core-api", i),
                         [py, "-m", "coreapi", *listen["core-api"][i], "--advertise-port", str(self.port),
                          "--root-ca-file", paths.ca, "--service-account-signing-key-file", paths.sa_key,
+                         "--cluster-signing-cert-file", paths.ca, "--cluster-signing-key-file", paths.ca_key,
                          "--authorization-mode", self.authorization_mode,
                          *delegates, *common,
                          *([] if self.controllers else ["--no-controllers"]),
@@ -252,7 +257,8 @@ class Chain:
                         [py, "-m", "aggregator", "--secure-port", str(port), "--bind-address", "127.0.0.1",
                          "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", str(self.shutdown_delay),
                          *etcd, "--service-account-key-file", paths.sa_pub,
-                         "--authorization-mode", self.authorization_mode, *members, *self._control_args()])
+                         "--authorization-mode", self.authorization_mode, *members, *self._control_args(),
+                         *tracing])
         self.write_kubeconfig()
         self.wait_ready(timeout)
 

@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--authorization-mode", default="RBAC", choices=("RBAC", "AlwaysAllow"),
                     help="RBAC (the default, as a kubeadm cluster: system:masters may do anything, everyone "
                          "else what their bindings grant) or AlwaysAllow (every user may do everything)")
+    up.add_argument("--tracing-config-file", default="",
+                    help="kube's TracingConfiguration (apiserver.config.k8s.io: endpoint, samplingRatePerMillion) "
+                         "for every service: spans over OTLP gRPC, one trace per request across the chain")
     userconfig.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "kubeconfig":
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     chain = Chain(Path(args.data_dir).resolve(), port=args.port, etcd_endpoints=args.etcd_endpoints,
                   etcd_prefix=args.etcd_prefix, replicas=args.replicas,
                   encryption_config=args.encryption_provider_config, runtime_config=args.runtime_config,
-                  authorization_mode=args.authorization_mode)
+                  authorization_mode=args.authorization_mode, tracing_config=args.tracing_config_file)
     stopping = False
 
     def on_signal(_sig: int, _frame: object) -> None:

@@ -1,4 +1,4 @@
-"""The gateway labels request metrics with kube's verbs, from the one RequestInfo parse."""
+"""The gateway labels request metrics with kube's verbs (CanonicalVerb + CleanVerb), from the one RequestInfo parse."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from genericapi.server.metrics import metric_verb
     ("PUT", "/apis/apps/v1/namespaces/d/deployments/x/scale", "", "application/json", "PUT"),
     ("PATCH", "/api/v1/namespaces/d/configmaps/c", "", "application/merge-patch+json", "PATCH"),
     ("PATCH", "/api/v1/namespaces/d/configmaps/c", "", "application/apply-patch+yaml; charset=utf-8", "APPLY"),
-    ("DELETE", "/api/v1/namespaces/d/configmaps", "", "", "DELETECOLLECTION"),
+    ("DELETE", "/api/v1/namespaces/d/configmaps", "", "", "DELETE"),  # kube: DELETE, not DELETECOLLECTION
     ("DELETE", "/api/v1/namespaces/d/configmaps/c", "", "", "DELETE"),
     ("GET", "/healthz", "", "", "GET"),
 ])

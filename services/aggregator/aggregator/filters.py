@@ -13,10 +13,14 @@ Per-request facts live in the ASGI scope under ``kubechain.*`` keys; read them w
 
 from __future__ import annotations
 
+import time
+
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, forbidden
 from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
 from genericapi.apimachinery.user import ANONYMOUS_USER, UserInfo
+from genericapi.server import metrics
+from genericapi.server.tracing import ServerSpans, Tracing, trust_privileged
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import impersonation
@@ -87,12 +91,15 @@ class WithAuthentication:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = time.perf_counter()
         user = self.authenticator.authenticate(scope)
         if user is None:
             if _has_credentials(scope) or not is_public(scope["path"]):
+                metrics.record_authentication("failure", time.perf_counter() - started)
                 await send_status(send, apierrors.unauthorized())
                 return
             user = ANONYMOUS_USER
+        metrics.record_authentication("success", time.perf_counter() - started, user.name)
         scope[USER] = user
         await self.app(scope, receive, send)
 
@@ -131,11 +138,49 @@ class WithAuthorization:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not is_public(scope["path"]):
             attributes = authorization_attributes(scope, request_info_of(scope), scope[USER])
+            started = time.perf_counter()
             decision, reason = await self.authorizer.authorize(attributes)
+            metrics.record_authorization(_DECISIONS[decision], time.perf_counter() - started)
             if decision is not Decision.ALLOW:
                 await send_status(send, forbidden(attributes, reason))
                 return
         await self.app(scope, receive, send)
+
+
+#: kube's authorization_attempts_total result of each decision.
+_DECISIONS = {Decision.ALLOW: "allowed", Decision.DENY: "denied", Decision.NO_OPINION: "no-opinion"}
+
+
+class WithInflightWatermark:
+    """The in-flight watermarks of kube's max-in-flight filter (``apiserver_current_inflight_requests``
+    by ``request_kind``), where kube keeps them: around flow control, long-running requests not
+    counted."""
+
+    def __init__(self, app: ASGIApp, watermark: metrics.InflightWatermark | None = None) -> None:
+        self.app = app
+        self.watermark = watermark or metrics.InflightWatermark()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        info = request_info_of(scope) if scope["type"] == "http" else None
+        if scope["type"] != "http" or (info is not None and _long_running(info)):
+            await self.app(scope, receive, send)
+            return
+        kind = self.watermark.kind(info, scope["method"])
+        self.watermark.started(kind)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.watermark.finished(kind)
+
+
+#: kube's BasicLongRunningRequestCheck: these verbs and subresources hold a request open.
+_LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
+_LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
+
+
+def _long_running(info: RequestInfo) -> bool:
+    return info.verb in _LONG_RUNNING_VERBS or (info.is_resource_request
+                                                and info.subresource in _LONG_RUNNING_SUBRESOURCES)
 
 
 def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserInfo) -> Attributes:
@@ -149,12 +194,18 @@ def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserI
                       name=info.name, path=scope["path"])
 
 
-def build_handler_chain(mux: ASGIApp, authenticator: Authenticator, authorizer: Authorizer | None) -> ASGIApp:
+def build_handler_chain(mux: ASGIApp, authenticator: Authenticator, authorizer: Authorizer | None,
+                        tracing: Tracing | None = None) -> ASGIApp:
     """The chain around ``mux``, built innermost first as kube builds it (None: AlwaysAllow, no
     authorization filter at all on the hot path)."""
     handler: ASGIApp = mux
     if authorizer is not None:
         handler = WithAuthorization(handler, authorizer)
+    handler = WithInflightWatermark(handler)
     handler = WithImpersonation(handler, authorizer)
+    if tracing is not None:
+        # kube's WithTracing sits right inside authentication: whether the caller's traceparent is
+        # continued depends on who the caller is. No configuration: no tracing filter at all.
+        handler = ServerSpans(handler, tracing, trust_privileged(user_of), request_info_of)
     handler = WithAuthentication(handler, authenticator)
     return WithRequestInfo(handler)

@@ -51,8 +51,11 @@ from .allocation.repair import DEFAULT_INTERVAL, DEFAULT_IP_GRACE, AllocationRep
 from .bootstrap import bootstrap
 from .catalog_nodeless import NODELESS_KEYS
 from .controllers import garbagecollector_policy
+from .controllers.csrsigning import CertificateAuthority, parse_go_duration
 from .controllers.manager import ControllerOptions
 from .controllers.manager import install as install_controllers
+from .csr import CSR_KEY
+from .csr import build_store as build_csr_store
 from .rbac_bootstrap import HOOK_NAME as RBAC_HOOK_NAME
 from .rbac_bootstrap import ensure_rbac_defaults
 from .rbac_escalation import RBACEscalation
@@ -116,8 +119,14 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
             continue
         if (info.group, info.plural) in NODELESS_KEYS:
             continue  # stores of their own (nodeless.install)
+        if (info.group, info.plural) == CSR_KEY:
+            continue  # its own store, which asks the authorizer (below)
         server.install(info, strategy_for(info, schemas), storage_key(info), codec_for(info))
     authorizer = authorizer_for(server, authorization_mode)
+    for info in catalog.BUILTIN_RESOURCES:
+        if (info.group, info.plural) == CSR_KEY:  # approval, status and kube's CSR admission (csr.py)
+            server.add_store(build_csr_store(info, schemas, server.etcd, f"{prefix}/{storage_key(info)}",
+                                             server.admission, config.watch_cache_size, authorizer))
     nodeless.install(server, schemas, authorizer)
     if token_issuer is not None:  # kube serves TokenRequest only with a signing key
         tokenrequest.install_token_request(server.by_resource[("", "serviceaccounts")],
@@ -280,6 +289,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--service-account-jwks-uri", default="",
                         help="jwks_uri of the issuer discovery document (default: https://<advertise address>"
                              "/openid/v1/jwks)")
+    parser.add_argument("--cluster-signing-cert-file", default="",
+                        help="PEM CA certificate that signs approved CertificateSigningRequests (kube's four signers)")
+    parser.add_argument("--cluster-signing-key-file", default="", help="the private key of --cluster-signing-cert-file")
+    parser.add_argument("--cluster-signing-duration", default="8760h0m0s",
+                        help="the longest a signed certificate lives (Go duration)")
     parser.add_argument("--service-account-max-token-expiration", type=int, default=0,
                         help="the longest a requested token may live, in seconds (0: no cap)")
     args = parser.parse_args(argv)
@@ -300,6 +314,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.controllers:
         options = ControllerOptions(root_ca=Path(args.root_ca_file).read_text() if args.root_ca_file else "",
                                     service_account_key=token_issuer.key if token_issuer is not None else None)
+        if args.cluster_signing_cert_file and args.cluster_signing_key_file:
+            try:
+                options.signing_authority = CertificateAuthority(
+                    Path(args.cluster_signing_cert_file).read_bytes(), Path(args.cluster_signing_key_file).read_bytes(),
+                    parse_go_duration(args.cluster_signing_duration))
+            except ValueError as err:
+                parser.error(f"--cluster-signing-*: {err}")
     try:
         server = build_server(config_from_args("core-api", args), secure_port=args.advertise_port,
                               controllers=options, service_cidr=service_cidr, node_ports=node_ports,

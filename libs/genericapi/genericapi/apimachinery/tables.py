@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from genericapi.apimachinery import tables_apps, tables_core  # noqa: F401  (register printers)
+from genericapi.apimachinery import tables_apps, tables_certificates, tables_core  # noqa: F401  (register printers)
 from genericapi.apimachinery.errors import bad_request
 from genericapi.apimachinery.tables_common import (
     META,

@@ -20,6 +20,7 @@ from genericapi.storage.errors import StorageError
 
 from .negotiation import Output
 from .render import partial
+from .watchmetrics import WatchEventMeter
 
 #: How often an idle watch that allows bookmarks gets one (kube-apiserver: about a minute).
 BOOKMARK_INTERVAL = 60.0
@@ -57,16 +58,18 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
     bookmarks = opts.allow_bookmarks
     interval = float(request.scope.get("kubechain.bookmark_interval", BOOKMARK_INTERVAL))
 
+    meter = WatchEventMeter(info.group, info.version, info.kind)
+
     def encode(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
         if out.mode == "table" and obj is not None and event_type != "BOOKMARK":
             table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object,
                                        printer=store.strategy.table_printer)
-            return _event_line(event_type, orjson.dumps(table))
+            return meter.sent(_event_line(event_type, orjson.dumps(table)))
         if out.mode == "partial" and obj is not None and event_type != "BOOKMARK":
-            return _event_line(event_type, orjson.dumps(partial(obj)))
+            return meter.sent(_event_line(event_type, orjson.dumps(partial(obj))))
         if raw is None:
             raw = orjson.dumps(obj)
-        return _event_line(event_type, raw)
+        return meter.sent(_event_line(event_type, raw))
 
     async def stream() -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()

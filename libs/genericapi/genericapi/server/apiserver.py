@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import k8sproto, user
@@ -30,7 +30,7 @@ from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import EtcdClient, EtcdTLS
 
-from . import encryptionconfig
+from . import encryptionconfig, metrics, tracing, tracingconfig
 from .app import Dispatcher, build_app, serve
 from .control import ControlListen, ControlServer
 from .discovery import DiscoveryDocuments, OrderFn
@@ -74,6 +74,8 @@ class ServerConfig:
     encryption_provider_config: str = ""
     #: ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``: TLS to etcd (empty: plain).
     etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
+    #: kube's ``--tracing-config-file`` (tracing.py; "": no tracing).
+    tracing_config_file: str = ""
 
 
 def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None:
@@ -109,6 +111,28 @@ def add_common_flags(parser: argparse.ArgumentParser, default_port: int) -> None
     parser.add_argument("--encryption-provider-config", default="",
                         help="EncryptionConfiguration file: which resources are encrypted in etcd, and how")
     parser.add_argument("--log-level", default="INFO")
+    add_tracing_flag(parser)
+
+
+def add_tracing_flag(parser: argparse.ArgumentParser) -> None:
+    """kube-apiserver's tracing flag (a TracingConfiguration file: endpoint, samplingRatePerMillion)."""
+    parser.add_argument("--tracing-config-file", default="", help="File with apiserver tracing configuration.")
+
+
+def load_tracing(path: str, component: str) -> tracing.Tracing | None:
+    """The service's tracing, or exit at start as kube-apiserver does on a file it refuses."""
+    check_tracing_file(path)
+    return tracing.load(path, component)
+
+
+def check_tracing_file(path: str) -> None:
+    """Exit at once (kube's wording) when ``--tracing-config-file`` names a file kube would refuse."""
+    if not path:
+        return
+    try:
+        tracingconfig.load(path)
+    except ValueError as err:
+        raise SystemExit(f"Error: {err}") from None
 
 
 def add_etcd_tls_flags(parser: argparse.ArgumentParser) -> None:
@@ -162,6 +186,7 @@ def config_from_args(name: str, args: argparse.Namespace) -> ServerConfig:
         grpc_port=args.grpc_port,
         encryption_provider_config=args.encryption_provider_config,
         etcd_tls=etcd_tls_from_args(args),
+        tracing_config_file=args.tracing_config_file,
     )
 
 
@@ -181,6 +206,10 @@ class GenericAPIServer:
                  definitions: dict[str, Any] | None = None) -> None:
         self.config = config
         self.etcd = EtcdClient(config.etcd_endpoints, tls=config.etcd_tls)
+        self.tracing = load_tracing(config.tracing_config_file, config.name)
+        if self.tracing is not None:
+            self.etcd.instruments.tracer = self.tracing.tracer
+        metrics.storage_objects_from(self._object_counts)
         self.encryption = encryptionconfig.load(config.encryption_provider_config) \
             if config.encryption_provider_config else None
         self.stores: list[Store] = []
@@ -204,8 +233,9 @@ class GenericAPIServer:
                                      config.proxy_client_key_file) \
                 if any(u.startswith("https") for u in config.delegate_urls) else None
             urls = [u.rstrip("/") for u in config.delegate_urls]
-            self.delegate = ReverseProxy(lambda _scope: urls, ssl_context=ctx,
-                                         header_source=_pass_user_headers, max_body_bytes=MAX_BODY_BYTES)
+            self.delegate = ReverseProxy(lambda _scope: urls, ssl_context=ctx, max_body_bytes=MAX_BODY_BYTES,
+                                         header_source=_pass_user_headers if self.tracing is None
+                                         else tracing.inject_headers(_pass_user_headers))
         self.discovery = DiscoveryDocuments([], order, storage_hash)
         self.openapi = OpenAPIService([], self._definitions)
         self.router = APIRouter([], self.discovery, delegate=self.delegate,
@@ -265,6 +295,7 @@ class GenericAPIServer:
     def add_store(self, store: Store) -> Store:
         """Serve a store built elsewhere (a resource with its own Store subclass)."""
         self.encrypt_store(store)
+        self.etcd.instruments.name_resource(store.scope_prefix(""), _group_resource(store))
         self.stores.append(store)
         self.by_resource[(store.info.group, store.info.plural)] = store
         return store
@@ -333,6 +364,13 @@ class GenericAPIServer:
         if self.delegate is not None:
             await self.delegate.close()
         await self.etcd.close()
+        metrics.storage_objects_from(self._object_counts, remove=True)
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)
+
+    def _object_counts(self) -> list[tuple[str, int]]:
+        """``apiserver_storage_objects``: each served resource's count, from its watch cache."""
+        return [(_group_resource(s), s.cache.object_count) for s in self.stores if s.cache.ready]
 
     async def end_watches(self) -> None:
         self.draining = True
@@ -350,7 +388,9 @@ class GenericAPIServer:
             app.add_api_route("/openapi/v3/{path:path}", self.openapi.v3, methods=["GET"],
                               include_in_schema=False)
 
-        api = _Lazy(self)
+        api: ASGIApp = _Lazy(self)
+        if self.tracing is not None:
+            api = tracing.ServerSpans(api, self.tracing, tracing.trust_link)
         shell = build_app(self.config.name, api, self.health, on_start=self.start, on_stop=self.stop,
                           extra=extra)
         return Dispatcher(shell, api)
@@ -414,6 +454,12 @@ async def _refuse_while_draining(send: Send) -> None:
                 "headers": [(b"content-type", b"application/json"), (b"retry-after", b"5"),
                             (b"connection", b"close"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _group_resource(store: Store) -> str:
+    """kube's GroupResource string (``pods``, ``deployments.apps``): its metrics' resource label."""
+    info = store.info
+    return f"{info.plural}.{info.group}" if info.group else info.plural
 
 
 def _pass_user_headers(scope: Scope) -> list[tuple[str, str]]:

@@ -80,15 +80,14 @@ class APIRouter:
         except Exception as err:  # the last line of defence: never leak a traceback as HTML
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             response = error_response(apierrors.internal_error(str(err) or type(err).__name__))
-        labels = scope.get("kubechain.metrics")
+        labels: metrics.RequestLabels | None = scope.get("kubechain.metrics")
         if response is None:
             return
         if labels is None:
             await response(scope, receive, send)
             return
-        verb = labels[0]
-        if verb == "WATCH":
-            gauge = metrics.WATCHERS.labels(*labels[1:4])
+        if labels[0] in ("WATCH", "CONNECT"):
+            gauge = metrics.longrunning(labels)
             gauge.inc()
             try:
                 await response(scope, receive, send)
@@ -96,8 +95,8 @@ class APIRouter:
                 gauge.dec()
         else:
             await response(scope, receive, send)
-            metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
-        metrics.REQUESTS.labels(*labels, str(response.status_code)).inc()
+        metrics.record_request(labels, response.status_code, time.perf_counter() - started,
+                               len(getattr(response, "body", b"")))
 
     async def _not_ours(self, scope: Scope, receive: Receive, send: Send) -> Response | None:
         if self.delegate is not None:
@@ -171,8 +170,7 @@ class APIRouter:
             if connect is not None:  # pods/exec, pods/log, */proxy[/<path>]
                 if store.info.namespaced and not namespace:
                     raise apierrors.path_not_found()
-                request.scope["kubechain.metrics"] = ("CONNECT", store.info.group, store.info.version,
-                                                      store.info.plural, parts[2])
+                request.scope["kubechain.metrics"] = _labels(request, "CONNECT", store, parts[2], "resource")
                 trailing = "/" if request.url.path.endswith("/") else ""
                 subpath = "/".join(parts[3:]) + trailing if len(parts) > 3 or trailing else None
                 return await connect_handler.serve(connect, namespace, parts[1], subpath, request)
@@ -193,9 +191,10 @@ class APIRouter:
                 raise apierrors.method_not_supported(store.info.group, store.info.plural, "watch")
             watch = True  # ?watch on a list path, or on an object's own path (one-object watch)
         is_watch = watch
-        info = store.info
-        request.scope["kubechain.metrics"] = (metrics.verb_of(method, bool(name), is_watch), info.group,
-                                              info.version, info.plural, sub)
+        scope = metrics.request_scope(name, namespace, method)
+        verb = metrics.resource_verb(method, scope, is_watch, sub, request.headers.get("content-type", "")
+                                     if method == "PATCH" else "")
+        request.scope["kubechain.metrics"] = _labels(request, verb, store, sub, scope)
         target = rest.Target(store, namespace, name, sub, watch)
         handler = _pick(method, bool(name), bool(sub), watch)
         if handler is None or not _allowed(store, handler, sub):
@@ -205,6 +204,13 @@ class APIRouter:
             # kube's deprecated-API warning, on every request of the resource (v1 ComponentStatus).
             response.headers.append("Warning", format_warning(store.deprecation_warning))
         return response
+
+
+def _labels(request: Request, verb: str, store: Store, sub: str, scope: str) -> metrics.RequestLabels:
+    """kube's request metric labels (component ``apiserver``, as its installer gives every route)."""
+    info = store.info
+    return (verb, metrics.dry_run_label(request.scope.get("query_string", b"")), info.group, info.version,
+            info.plural, sub, scope, metrics.COMPONENT)
 
 
 def _pick(method: str, item: bool, sub: bool, watch: bool) -> Endpoint | None:

@@ -191,6 +191,11 @@ class WatchCache:
     def ready(self) -> bool:
         return self._ready.is_set()
 
+    @property
+    def object_count(self) -> int:
+        """How many objects the cache holds now (kube's ``apiserver_storage_objects``)."""
+        return len(self._store)
+
     async def start(self) -> None:
         if self._task is None:
             # A restarted cache resumes its etcd watch from the last revision it saw.

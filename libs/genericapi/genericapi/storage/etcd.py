@@ -21,6 +21,7 @@ from aetcd import rpc
 
 from .errors import KeyExistsError, KeyNotFoundError, RevisionConflictError, TooOldRevisionError
 from .errors import UnavailableError as StorageUnavailable
+from .instrumentation import EtcdInstruments, recorded
 from .value import PrefixTransformers
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,8 @@ class EtcdClient:
         self._lock = asyncio.Lock()
         #: Encryption at rest: key prefix -> the providers of the resource stored under it.
         self._transformers: list[tuple[bytes, PrefixTransformers]] = []
+        #: kube's etcd metrics and (when configured) a span per call (instrumentation.py).
+        self.instruments = EtcdInstruments()
 
     # -- encryption at rest -------------------------------------------------------------
     def set_transformer(self, prefix: bytes, transformers: PrefixTransformers) -> None:
@@ -247,6 +250,7 @@ class EtcdClient:
             self._client = None
 
     # -- reads ------------------------------------------------------------------------
+    @recorded("get", "Range")
     async def get(self, key: bytes, revision: int = 0) -> tuple[KeyValue | None, int]:
         """The key's value (or None) and the store revision it was read at."""
         resp = await self._call("Range", rpc.RangeRequest(key=key, revision=revision))
@@ -254,6 +258,7 @@ class EtcdClient:
         header_rev = resp.header.revision  # type: ignore[attr-defined]
         return (self._plain(kvs[0]) if kvs else None), header_rev
 
+    @recorded("list", "Range")
     async def range(self, start: bytes, end: bytes, *, revision: int = 0, limit: int = 0
                     ) -> tuple[list[KeyValue], int, bool]:
         """Keys in ``[start, end)`` at ``revision`` (0: newest): values, header revision, more."""
@@ -263,6 +268,7 @@ class EtcdClient:
                 resp.header.revision,  # type: ignore[attr-defined]
                 bool(resp.more))  # type: ignore[attr-defined]
 
+    @recorded("listWithCount", "Range")
     async def count(self, start: bytes, end: bytes, revision: int = 0) -> int:
         """How many keys in ``[start, end)`` at ``revision``."""
         resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
@@ -282,6 +288,7 @@ class EtcdClient:
         return int(resp.header.revision)  # type: ignore[attr-defined]
 
     # -- writes -----------------------------------------------------------------------
+    @recorded("create", "Txn")
     async def create(self, key: bytes, value: bytes) -> int:
         """Write a key that must not exist; the new revision."""
         txn = rpc.TxnRequest(
@@ -294,6 +301,7 @@ class EtcdClient:
             raise KeyExistsError(key.decode())
         return int(resp.header.revision)  # type: ignore[attr-defined]
 
+    @recorded("update", "Txn")
     async def update(self, key: bytes, value: bytes, expected_revision: int) -> int:
         """Replace a key whose mod revision is ``expected_revision``; the new revision."""
         txn = rpc.TxnRequest(
@@ -307,6 +315,7 @@ class EtcdClient:
             self._raise_mismatch(key, expected_revision, resp)
         return int(resp.header.revision)  # type: ignore[attr-defined]
 
+    @recorded("delete", "Txn")
     async def delete(self, key: bytes, expected_revision: int) -> int:
         """Delete a key whose mod revision is ``expected_revision``; the deletion revision."""
         txn = rpc.TxnRequest(

@@ -16,6 +16,7 @@ from genericapi.controllers import ClientSet, Controller, ControllerManager
 from genericapi.server.apiserver import GenericAPIServer, client_ssl_context
 
 from .clusterroleaggregation import ClusterRoleAggregationController
+from .csrsigning import CertificateAuthority, CSRSigningController
 from .garbagecollector import GarbageCollector
 from .namespace import NamespaceController
 from .podgc import PodGarbageCollector
@@ -36,6 +37,8 @@ class ControllerOptions:
     root_ca: str = ""
     #: Signs the legacy tokens of service-account-token Secrets (None leaves the tokens controller off).
     service_account_key: satoken.PrivateKey | None = None
+    #: ``--cluster-signing-cert-file``/``-key-file``: signs approved CSRs (None leaves csrsigning off).
+    signing_authority: CertificateAuthority | None = None
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -56,6 +59,9 @@ def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tu
         out.append((PolicyStatusController(clients, SchemaCatalog.load()), 1))
     if options.root_ca:
         out.append((RootCAPublisher(clients, options.root_ca), 2))
+    if options.signing_authority is not None and any(
+            (r.group, r.plural) == ("certificates.k8s.io", "certificatesigningrequests") for r in clients.resources()):
+        out.append((CSRSigningController(clients, options.signing_authority), 1))
     if options.service_account_key is not None:
         out.append((TokensController(clients, options.service_account_key, options.root_ca), 1))
     return out
