@@ -13,6 +13,8 @@ Per-request facts live in the ASGI scope under ``kubechain.*`` keys; read them w
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 
 from genericapi.apimachinery import errors as apierrors
@@ -24,7 +26,11 @@ from genericapi.server.tracing import ServerSpans, Tracing, trust_privileged
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import impersonation
+from .audit import context as audit_context
 from .auth import Authenticator
+
+if TYPE_CHECKING:
+    from .audit.filter import Auditor
 
 #: Paths every client may read, without credentials and without an authorization check: kube's
 #: bootstrap policy grants them to everyone (system:public-info-viewer), and they must answer
@@ -140,6 +146,7 @@ class WithAuthorization:
             attributes = authorization_attributes(scope, request_info_of(scope), scope[USER])
             started = time.perf_counter()
             decision, reason = await self.authorizer.authorize(attributes)
+            audit_context.add_authorization(scope, decision is Decision.ALLOW, reason)
             metrics.record_authorization(_DECISIONS[decision], time.perf_counter() - started)
             if decision is not Decision.ALLOW:
                 await send_status(send, forbidden(attributes, reason))
@@ -195,17 +202,23 @@ def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserI
 
 
 def build_handler_chain(mux: ASGIApp, authenticator: Authenticator, authorizer: Authorizer | None,
-                        tracing: Tracing | None = None) -> ASGIApp:
+                        tracing: Tracing | None = None,
+                        auditor: Auditor | None = None) -> ASGIApp:
     """The chain around ``mux``, built innermost first as kube builds it (None: AlwaysAllow, no
     authorization filter at all on the hot path)."""
+    from .audit.filter import WithAudit, WithAuditInit  # here: audit.filter imports this module
+
     handler: ASGIApp = mux
     if authorizer is not None:
         handler = WithAuthorization(handler, authorizer)
     handler = WithInflightWatermark(handler)
     handler = WithImpersonation(handler, authorizer)
+    if auditor is not None:
+        handler = WithAudit(handler, auditor)  # kube: inside authentication, outside impersonation
     if tracing is not None:
         # kube's WithTracing sits right inside authentication: whether the caller's traceparent is
         # continued depends on who the caller is. No configuration: no tracing filter at all.
         handler = ServerSpans(handler, tracing, trust_privileged(user_of), request_info_of)
     handler = WithAuthentication(handler, authenticator)
+    handler = WithAuditInit(handler, auditor)  # Audit-ID on every response; failed authentication audited
     return WithRequestInfo(handler)

@@ -45,6 +45,7 @@ from starlette.types import Message, Receive, Scope, Send
 from . import faults_http, filters, masterlease, merged, openapi_merge
 from .accounts import ServiceAccountView
 from .apiservices.layer import APIServiceLayer, LayerConfig
+from .audit.options import AuditOptions, add_audit_flags, build_audit
 from .auth import Authenticator, ServiceAccountTokens, load_public_keys, load_token_file
 from .control import (
     ControlChannel,
@@ -78,6 +79,8 @@ class GatewayConfig:
     #: ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``: TLS to etcd (empty: plain).
     etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
     apiservice_recheck: float = 10.0
+    #: ``--audit-*``: kube's audit flags (no policy file: no auditing).
+    audit: AuditOptions = field(default_factory=AuditOptions)
     #: Each member's gRPC control address(es), in ``members``' order; empty: no control channel.
     member_grpc: list[MemberTargets] = field(default_factory=list)
 
@@ -357,6 +360,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds between availability checks of service-backed APIServices")
     parser.add_argument("--log-level", default="INFO")
     add_control_flags(parser)
+    add_audit_flags(parser)
     args = parser.parse_args(argv)
     try:
         member_grpc = parse_member_targets(args.member_grpc)
@@ -373,6 +377,7 @@ def main(argv: list[str] | None = None) -> None:
     config.etcd_tls = etcd_tls_from_args(args)
     config.apiservice_recheck = args.apiservice_recheck_interval
     config.member_grpc = member_grpc
+    config.audit = AuditOptions.from_args(args)
     config.authorization_mode = args.authorization_mode
     config.service_account_key_file = args.service_account_key_file
     config.service_account_issuer = args.service_account_issuer
@@ -440,7 +445,11 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     lease = masterlease.for_gateway(config.etcd_servers, config.etcd_prefix, config.bind_address,
                                     config.secure_port, etcd_tls=config.etcd_tls)
 
+    audit = build_audit(config.audit, always_allow=gateway.authorizer is None)
+
     async def start() -> None:
+        if audit is not None:
+            await audit.start()
         if gateway.apiservices is not None:
             await gateway.apiservices.start()
             for hook in aggregator_hooks:
@@ -454,6 +463,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await lease.start()
 
     async def stop() -> None:
+        if audit is not None:  # requests are done by now: what is queued is written
+            await audit.stop()
         if accounts is not None:
             await accounts.stop()
         if rbac is not None:
@@ -465,7 +476,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await gateway.apiservices.stop()
 
     shell = build_app("aggregator", gateway, health, on_start=start, on_stop=stop)
-    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer)
+    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer,
+                                      auditor=audit.auditor if audit is not None else None)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}

@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from genericapi.apimachinery import auditannotations
 from genericapi.apimachinery.admission import Attributes, MutatingPlugin, ValidatingPlugin
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.user import UserInfo, current_user
@@ -110,6 +111,7 @@ class AdmissionChain:
 
 def _hand_back(attrs: Attributes) -> None:
     """Move what plugins added to the record into the request's (once: the record is reused)."""
+    auditannotations.add_all(attrs.annotations)  # for the gateway's audit event
     scope = request_admission.get()
     if scope is not None:
         scope.warnings.extend(w for w in attrs.warnings if w not in scope.warnings)

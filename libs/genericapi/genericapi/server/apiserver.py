@@ -32,6 +32,7 @@ from genericapi.storage.etcd import EtcdClient, EtcdTLS
 
 from . import encryptionconfig, metrics, tracing, tracingconfig
 from .app import Dispatcher, build_app, serve
+from .auditannotations import recorded as with_audit_annotations
 from .control import ControlListen, ControlServer
 from .discovery import DiscoveryDocuments, OrderFn
 from .health import HealthChecks
@@ -434,7 +435,7 @@ class _Lazy:
                 scope["headers"] = [(k, v) for k, v in scope["headers"] if not k.lower().startswith(b"x-remote-")]
             token = user.current_user.set(user.from_headers(scope["headers"]))
             try:
-                await self._server.router(scope, receive, send)
+                await with_audit_annotations(self._server.router, scope, receive, send)
             finally:
                 user.current_user.reset(token)
             return
