@@ -31,6 +31,8 @@ from genericapi.server import encryptionconfig
 from genericapi.server.certs import CertPaths, ensure_certificates
 from genericapi.storage.etcd import EtcdTLS
 
+from . import auditpolicy
+
 
 class EtcdExited(RuntimeError):
     """The etcd this chain started exited during start-up (typically: its port was taken)."""
@@ -123,6 +125,13 @@ class Chain:
     etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
     #: kube's ``--tracing-config-file`` for every service ("": no tracing).
     tracing_config: str = ""
+
+    #: kube's ``--audit-policy-file`` for the gateways: "" writes and uses the default policy in the data
+    #: dir (kubechain_cli.auditpolicy), "none" audits nothing, else a file of yours. Each gateway writes
+    #: ``<data>/audit/<gateway>.log`` (100 MB files, 5 kept) unless ``audit_flags`` names a log path.
+    audit_policy: str = ""
+    #: More ``--audit-*`` flags for every gateway (rotation, webhook, ...).
+    audit_flags: list[str] = field(default_factory=list)
 
     @property
     def pki(self) -> CertPaths:
@@ -257,10 +266,28 @@ class Chain:
                         [py, "-m", "aggregator", "--secure-port", str(port), "--bind-address", "127.0.0.1",
                          "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", str(self.shutdown_delay),
                          *etcd, "--service-account-key-file", paths.sa_pub,
+                         *self._audit_args(i),
                          "--authorization-mode", self.authorization_mode, *members, *self._control_args(),
                          *tracing])
         self.write_kubeconfig()
         self.wait_ready(timeout)
+
+    def _audit_args(self, replica: int) -> list[str]:
+        """A gateway's audit flags: the policy, and its own log in the data dir."""
+        if self.audit_policy == "none":
+            return []
+        policy = Path(self.audit_policy) if self.audit_policy else self.data_dir / "audit-policy.yaml"
+        if not self.audit_policy:
+            auditpolicy.write_default(policy)
+        out = ["--audit-policy-file", str(policy), *self.audit_flags]
+        if "--audit-log-path" not in self.audit_flags:
+            out += ["--audit-log-path", str(self.audit_log(replica)), "--audit-log-maxsize", "100",
+                    "--audit-log-maxbackup", "5"]
+        return out
+
+    def audit_log(self, replica: int = 0) -> Path:
+        """Where a gateway writes its audit log by default."""
+        return self.data_dir / "audit" / f"{self.replica_name('aggregator', replica)}.log"
 
     def _encryption_args(self) -> list[str]:
         if self.encryption_config == "none":

@@ -1,0 +1,279 @@
+"""kube's audit filters in the gateway's handler chain: ``WithAuditInit`` and ``WithAudit``.
+
+``WithAuditInit`` (outside authentication) gives every request its Audit-ID (the client's ``Audit-ID``
+header, kept as sent, else a new UUID) and returns it in the ``Audit-ID`` response header on every
+response, 401s included; with auditing on it also records failed authentication as kube's
+WithFailedAuthenticationAudit does (a 401 the authenticator answered: one ResponseStarted event with
+no user and the methods tried, "Authentication failed, attempted: bearer").
+
+``WithAudit`` (inside authentication, outside impersonation, as kube places it) asks the policy
+about the authenticated user's request and, unless the level is None, records the one event of the
+request: RequestReceived, ResponseStarted (long-running requests: watches, proxy, exec, attach,
+log, port-forward), ResponseComplete, or Panic when the handler raises, each stage unless the
+policy omits it. The impersonated user, the response code, the authorization decision (filters.py
+adds it through context.py) and the admission annotations of the backends join the event.
+
+Backends never write events of their own: the one event per request is the gateway's, however many
+hops the request takes. What only a backend knows, the audit annotations admission plugins add,
+comes back in the response header ``X-Kubechain-Audit-Annotations`` (a JSON object; the shared
+server layer, genericapi.server.auditannotations, sets it); the gateway merges it into the event
+and strips it from the response, so clients never see it, and removes any such header a client
+sends.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import orjson
+from genericapi.server.auditannotations import HEADER as ANNOTATIONS_HEADER
+from genericapi.server.tls import peer_identity
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import filters
+from . import context
+from .event import Event, long_running, source_ips, user_agent
+from .policy import (
+    LEVEL_RANK,
+    NONE,
+    PANIC,
+    REQUEST,
+    REQUEST_RECEIVED,
+    REQUEST_RESPONSE,
+    RESPONSE_COMPLETE,
+    RESPONSE_STARTED,
+    Policy,
+    Request,
+)
+from .sink import LEVELS, AuditSink
+
+AUDIT_ID_HEADER = b"audit-id"
+_ANNOTATIONS = ANNOTATIONS_HEADER.lower().encode("latin-1")
+#: Bodies larger than this are not kept for the event (the gateway refuses requests over 3 MiB anyway).
+MAX_LOGGED_BODY = 3 * 1024 * 1024
+#: Request bodies that complete objectRef (name, uid, resourceVersion) as kube's LogRequestObject does.
+_OBJECT_VERBS = frozenset({"create", "update"})
+#: Verbs whose success may be a Status (kube copies a returned Status into responseStatus).
+_STATUS_VERBS = frozenset({"delete", "deletecollection"})
+
+
+class Auditor:
+    """The policy and the sink, shared by the two filters."""
+
+    def __init__(self, policy: Policy, sink: AuditSink, *, always_allow: bool = False) -> None:
+        self.policy = policy
+        self.sink = sink
+        #: No authorization filter (AlwaysAllow): record kube's always-allow decision ourselves.
+        self.always_allow = always_allow
+        self._levels = {level: LEVELS.labels(level) for level in LEVEL_RANK}
+
+    def evaluate(self, scope: Scope, user: Any) -> tuple[str, frozenset[str], bool]:
+        info = filters.request_info_of(scope)
+        if info is None or not info.is_resource_request:
+            request = Request(user, info.verb if info is not None else scope["method"].lower(), False, scope["path"])
+        else:
+            request = Request(user, info.verb, True, scope["path"], info.namespace, info.api_group, info.resource,
+                              info.subresource, info.name)
+        config = self.policy.evaluate(request)
+        self._levels[config.level].inc()
+        return config.level, config.omit_stages, config.omit_managed_fields
+
+    def new_event(self, scope: Scope, level: str, user: Any, omit_managed_fields: bool) -> Event:
+        info = filters.request_info_of(scope)
+        headers = scope["headers"]
+        client = scope.get("client")
+        raw_path = scope.get("raw_path")
+        uri = raw_path.decode("latin-1") if raw_path else scope["path"]
+        query = scope.get("query_string", b"")
+        if query:
+            uri += "?" + query.decode("latin-1")
+        ref = None
+        if info is not None and info.is_resource_request:
+            ref = (info.resource, info.namespace, info.name, info.api_group, info.api_version, info.subresource)
+        verb = info.verb if info is not None else scope["method"].lower()
+        ips = source_ips(headers, client[0] if client else None)
+        return Event(level, scope[context.AUDIT_ID], uri, verb, user, ips, user_agent(headers), ref,
+                     scope[context.RECEIVED], omit_managed_fields)
+
+    def process(self, event: Event, stage: str, omit: frozenset[str]) -> None:
+        if stage not in omit:
+            self.sink.process(event.snapshot(stage))
+
+
+class WithAuditInit:
+    """Audit-ID on every request and response; failed authentication audited (see the module doc)."""
+
+    def __init__(self, app: ASGIApp, auditor: Auditor | None) -> None:
+        self.app = app
+        self.auditor = auditor
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        audit_id = ""
+        strip = False
+        for k, v in scope["headers"]:
+            if k == AUDIT_ID_HEADER and not audit_id:
+                audit_id = v.decode("latin-1")
+            elif k == _ANNOTATIONS:
+                strip = True
+        if strip:  # only backends may say what admission annotated
+            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != _ANNOTATIONS]
+        audit_id = audit_id or str(uuid.uuid4())
+        scope[context.AUDIT_ID] = audit_id
+        scope[context.RECEIVED] = time.time()
+        id_header = (AUDIT_ID_HEADER, audit_id.encode("latin-1"))
+        auditor = self.auditor
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", ()) if h[0].lower() not in (AUDIT_ID_HEADER, _ANNOTATIONS)]
+                headers.append(id_header)
+                message = {**message, "headers": headers}
+                if auditor is not None and message["status"] == 401 and filters.USER not in scope:
+                    _failed_authentication(auditor, scope)
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+def _failed_authentication(auditor: Auditor, scope: Scope) -> None:
+    """kube's withFailedRequestAudit: the event of a request authentication refused."""
+    level, omit, omit_managed = auditor.evaluate(scope, None)
+    if level == NONE:
+        return
+    event = auditor.new_event(scope, level, None, omit_managed)
+    event.response_status = {"message": auth_methods(scope), "code": 401}
+    auditor.process(event, RESPONSE_STARTED, omit)
+
+
+def auth_methods(scope: Scope) -> str:
+    """kube's getAuthMethods: what the client tried, for the failed authentication's message."""
+    methods = []
+    authorization = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), "").strip()
+    scheme = authorization.split(" ")
+    if scheme[0].lower() == "basic" and len(scheme) > 1:
+        methods.append("basic")
+    if len(scheme) > 1 and scheme[0].lower() == "bearer":
+        methods.append("bearer")
+    query = scope.get("query_string", b"").decode("latin-1")
+    if any(p.startswith("access_token=") and len(p) > len("access_token=") for p in query.split("&")):
+        methods.append("access_token")
+    if peer_identity(scope) is not None:
+        methods.append("x509")
+    if methods:
+        return "Authentication failed, attempted: " + ", ".join(methods)
+    return "Authentication failed, no credentials provided"
+
+
+class WithAudit:
+    """kube's WithAudit: the request's one event, stage by stage (see the module doc)."""
+
+    def __init__(self, app: ASGIApp, auditor: Auditor) -> None:
+        self.app = app
+        self.auditor = auditor
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        auditor = self.auditor
+        user = scope[filters.USER]
+        level, omit, omit_managed = auditor.evaluate(scope, user)
+        if level == NONE:
+            await self.app(scope, receive, send)
+            return
+        event = auditor.new_event(scope, level, user, omit_managed)
+        scope[context.EVENT] = event
+        if auditor.always_allow:
+            context.add_authorization(scope, True, "")
+        auditor.process(event, REQUEST_RECEIVED, omit)
+        info = filters.request_info_of(scope)
+        streaming = info is not None and long_running(info.verb, info.subresource)
+        rank = LEVEL_RANK[level]
+        keep_request = not streaming and (rank >= LEVEL_RANK[REQUEST] or event.verb in _OBJECT_VERBS)
+        keep_response = not streaming and rank >= LEVEL_RANK[REQUEST_RESPONSE]
+        request_chunks: list[bytes] = []
+        response_chunks: list[bytes] = []
+        sizes = [0, 0]
+        capture = [False]  # the response body is kept (decided when its status is known)
+
+        async def audit_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and sizes[0] <= MAX_LOGGED_BODY:
+                chunk = message.get("body", b"")
+                if chunk:
+                    request_chunks.append(chunk)
+                    sizes[0] += len(chunk)
+            return message
+
+        async def audit_send(message: Message) -> None:
+            kind = message["type"]
+            if kind == "http.response.start":
+                status = message["status"]
+                headers = message.get("headers", ())
+                if any(k.lower() == _ANNOTATIONS for k, _ in headers):
+                    headers = _take_annotations(headers, event)
+                    message = {**message, "headers": headers}
+                event.response_status = {"code": status}
+                event.response_type = next((v.decode("latin-1") for k, v in headers if k.lower() == b"content-type"),
+                                           "")
+                if scope[filters.USER] is not user:
+                    event.impersonated_user = scope[filters.USER]
+                capture[0] = not streaming and (keep_response or status >= 300 or event.verb in _STATUS_VERBS)
+                event.status_from_body = capture[0] and (status >= 300 or event.verb in _STATUS_VERBS)
+                if streaming:
+                    auditor.process(event, RESPONSE_STARTED, omit)
+            elif kind == "http.response.body" and capture[0] and sizes[1] <= MAX_LOGGED_BODY:
+                chunk = message.get("body", b"")
+                if chunk:
+                    response_chunks.append(chunk)
+                    sizes[1] += len(chunk)
+            await send(message)
+
+        def complete() -> None:
+            if event.response_status is None:  # nothing was sent: kube fakes a success
+                event.response_status = {"code": 200, "status": "Success", "message": "Connection closed early"}
+                if streaming:
+                    auditor.process(event, RESPONSE_STARTED, omit)
+            if keep_request and request_chunks and sizes[0] <= MAX_LOGGED_BODY:
+                event.request_body = b"".join(request_chunks)
+                event.request_type = next((v.decode("latin-1") for k, v in scope["headers"]
+                                           if k == b"content-type"), "")
+                event.complete_ref = event.verb in _OBJECT_VERBS
+            if response_chunks and sizes[1] <= MAX_LOGGED_BODY and (keep_response or event.status_from_body):
+                event.response_body = b"".join(response_chunks)
+            auditor.process(event, RESPONSE_COMPLETE, omit)
+
+        try:
+            await self.app(scope, audit_receive if keep_request else receive, audit_send)
+        except Exception as err:
+            event.response_status = {"code": 500, "status": "Failure", "reason": "InternalError",
+                                     "message": f"APIServer panic'd: {err}"}
+            auditor.process(event, PANIC, omit)
+            raise
+        except BaseException:  # cancelled (the client went away): the request still completed
+            complete()
+            raise
+        complete()
+
+
+def _take_annotations(headers: Any, event: Event) -> list[tuple[bytes, bytes]]:
+    """The backends' admission annotations into the event; the header itself goes no further."""
+    kept = []
+    for k, v in headers:
+        if k.lower() != _ANNOTATIONS:
+            kept.append((k, v))
+            continue
+        try:
+            found = orjson.loads(v)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(found, dict):
+            for key, value in found.items():
+                if isinstance(key, str) and isinstance(value, str):
+                    event.annotations.setdefault(key, value)
+    return kept

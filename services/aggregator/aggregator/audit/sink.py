@@ -1,0 +1,115 @@
+"""Where events go: a bounded queue and one writer thread in front of every backend.
+
+The request path must never wait on a disk or a webhook, so ``AuditSink.process`` only puts the
+event on a bounded queue (kube's buffered backend: a full queue drops the event and counts it in
+``apiserver_audit_error_total{plugin="buffered"}``). One thread takes events off in batches, renders
+each once (event.render) and hands the batch to every backend: the log backend writes it there, the
+webhook backend passes it to its batching task on the event loop. Metrics carry kube's names.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from prometheus_client import Counter
+
+from .event import Event, render
+
+log = logging.getLogger(__name__)
+
+EVENTS = Counter("apiserver_audit_event_total", "Counter of audit events generated and sent to the audit backend.")
+ERRORS = Counter("apiserver_audit_error_total",
+                 "Counter of audit events that failed to be audited properly. Plugin identifies the plugin "
+                 "affected by the error.", ["plugin"])
+LEVELS = Counter("apiserver_audit_level_total", "Counter of policy levels for audit events (1 per request).",
+                 ["level"])
+BUFFERED_ERRORS = ERRORS.labels("buffered")
+
+#: kube's defaultBatchBufferSize: events held before new ones are dropped.
+DEFAULT_BUFFER_SIZE = 10000
+
+
+def plugin_error(plugin: str, err: object, count: int) -> None:
+    """kube's HandlePluginError: count the lost events and say why."""
+    ERRORS.labels(plugin).inc(count)
+    log.error("Error in audit plugin '%s' affecting %d audit events: %s", plugin, count, err)
+
+
+class Backend(Protocol):
+    """A destination of rendered events (called from the writer thread)."""
+
+    name: str
+
+    def write(self, docs: Sequence[dict[str, Any]]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class AuditSink:
+    """The bounded queue, the writer thread and the backends behind them."""
+
+    def __init__(self, backends: Sequence[Backend], buffer_size: int = DEFAULT_BUFFER_SIZE) -> None:
+        self.backends = list(backends)
+        self._queue: queue.Queue[Event | None] = queue.Queue(maxsize=max(1, buffer_size))
+        self._thread: threading.Thread | None = None
+        self._dropped = 0
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+            self._thread.start()
+
+    def process(self, event: Event) -> None:
+        """Hand one event over without waiting (dropped and counted when the queue is full)."""
+        EVENTS.inc()
+        try:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            BUFFERED_ERRORS.inc()
+            self._dropped += 1
+            if self._dropped == 1 or self._dropped % 1000 == 0:
+                log.error("Error in audit plugin 'buffered' affecting 1 audit events: audit buffer queue blocked "
+                          "(%d dropped so far)", self._dropped)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Write what is queued, then stop the thread and close the backends."""
+        if self._thread is not None:
+            try:
+                self._queue.put(None, timeout=timeout)
+            except queue.Full:
+                log.error("audit queue still full at shutdown; events in it are lost")
+            self._thread.join(timeout)
+            self._thread = None
+        for backend in self.backends:
+            backend.close()
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            batch = [first]
+            while len(batch) < 512:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(e is None for e in batch)
+            docs = []
+            for ev in batch:
+                if ev is None:
+                    continue
+                try:
+                    docs.append(render(ev))
+                except Exception as err:
+                    plugin_error("render", err, 1)
+            if docs:
+                for backend in self.backends:
+                    try:
+                        backend.write(docs)
+                    except Exception as err:
+                        plugin_error(backend.name, err, len(docs))
+            if stop:
+                return
