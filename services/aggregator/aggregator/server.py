@@ -12,9 +12,9 @@ the routes are read once at start and discovery is fetched per request.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import ssl
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,18 +29,22 @@ from genericapi.server import metrics
 from genericapi.server.apiserver import (
     add_etcd_tls_flags,
     add_identity_flags,
+    add_tracing_flag,
     api_audiences,
+    check_tracing_file,
     client_ssl_context,
     etcd_tls_from_args,
+    load_tracing,
 )
 from genericapi.server.app import Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.discovery import wants_aggregated
-from genericapi.server.health import HealthChecks, PostStartHookStatus
+from genericapi.server.health import HealthChecks
 from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
+from genericapi.server.tracing import Tracing, inject_headers
 from genericapi.storage.etcd import EtcdTLS
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from . import faults_http, filters, masterlease, merged, openapi_merge
 from .accounts import ServiceAccountView
@@ -56,6 +60,8 @@ from .control import (
     parse_member_targets,
 )
 from .faults import FaultInjector
+from .flowcontrol.wiring import PriorityAndFairness, add_flowcontrol_flags, validate_flags
+from .metricsmerge import GatewayMetrics
 from .routing import RoutingTable
 
 log = logging.getLogger(__name__)
@@ -81,20 +87,30 @@ class GatewayConfig:
     apiservice_recheck: float = 10.0
     #: ``--audit-*``: kube's audit flags (no policy file: no auditing).
     audit: AuditOptions = field(default_factory=AuditOptions)
+    #: API Priority and Fairness (kube's flags and defaults): seats = the two inflight limits summed.
+    enable_priority_and_fairness: bool = True
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    request_timeout: float = 60.0
     #: Each member's gRPC control address(es), in ``members``' order; empty: no control channel.
     member_grpc: list[MemberTargets] = field(default_factory=list)
+    #: kube's ``--tracing-config-file`` ("": no tracing).
+    tracing_config_file: str = ""
 
 
 class Gateway:
     """The ASGI app behind the FastAPI shell: auth, then the proxy."""
 
-    def __init__(self, config: GatewayConfig, authenticator: Authenticator, backend_ssl: ssl.SSLContext | None):
+    def __init__(self, config: GatewayConfig, authenticator: Authenticator, backend_ssl: ssl.SSLContext | None,
+                 tracing: Tracing | None = None):
         self.config = config
         self.authenticator = authenticator
+        #: Headers every proxied request gets: the user, and with tracing the current span.
+        self.header_source = self._user_headers if tracing is None else inject_headers(self._user_headers)
         self.table = RoutingTable(tuple(tuple(m) for m in config.members))
         # Credentials stop at the gateway (kube-apiserver drops Authorization once it has
         # authenticated a request); the backends learn the user from X-Remote-* only.
-        self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self._user_headers,
+        self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self.header_source,
                                   drop_headers=("authorization",), rotate=False, max_body_bytes=MAX_BODY_BYTES)
         self._turn = 0
         #: The members' discovery and health streams (set by ``run`` with ``--member-grpc``).
@@ -139,26 +155,12 @@ class Gateway:
         if scope["method"] in ("GET", "HEAD") and (len(self.config.members) > 1 or self.control is not None) \
                 and scope["path"].rstrip("/") in MERGED_PATHS and await self._merged(scope, send):
             return
-        labels = request_labels(scope, info)
+        # Request metrics are recorded where kube records them: by the member serving the resource.
         plan = self.faults.plan(info, scope[filters.USER]) if self.faults.rules and info is not None else None
-        code = 0
-
-        async def counting_send(message: Message) -> None:
-            nonlocal code
-            if message["type"] == "http.response.start":
-                code = message["status"]
-            await send(message)
-
-        started = time.perf_counter()
-        try:
-            if plan is not None:
-                await faults_http.apply_plan(plan, scope, receive, counting_send, self._forward)
-            else:
-                await self._forward(scope, receive, counting_send)
-        finally:
-            if labels[0] != "WATCH":
-                metrics.LATENCY.labels(*labels).observe(time.perf_counter() - started)
-            metrics.REQUESTS.labels(*labels, str(code)).inc()
+        if plan is not None:
+            await faults_http.apply_plan(plan, scope, receive, send, self._forward)
+        else:
+            await self._forward(scope, receive, send)
 
     async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.apiservices is None or not await self.apiservices.handle(scope, receive, send):
@@ -314,12 +316,16 @@ async def _send_body(scope: Scope, send: Send, ctype: str, body: bytes,
     await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
 
 
-def request_labels(scope: Scope, info: RequestInfo | None) -> tuple[str, str, str, str, str]:
-    """(verb, group, version, resource, subresource) of a request, as kube's request metrics label it."""
+def request_labels(scope: Scope, info: RequestInfo | None) -> metrics.RequestLabels:
+    """A request's labels as kube's request metrics give them, from the gateway's RequestInfo (for
+    what the gateway itself refuses, such as flow control's 429s: ``metrics.record_dropped``)."""
     if info is None:
-        return scope["method"], "", "", "", ""
+        return metrics.non_resource_labels(scope["path"])
     ctype = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), "")
-    return metrics.metric_verb(info, ctype), info.api_group, info.api_version, info.resource, info.subresource
+    scope_label = metrics.request_scope(info.name, info.namespace, scope["method"]) \
+        if info.is_resource_request else ""
+    return (metrics.metric_verb(info, ctype), metrics.dry_run_label(scope.get("query_string", b"")),
+            info.api_group, info.api_version, info.resource, info.subresource, scope_label, metrics.COMPONENT)
 
 
 async def _served_group_versions(proxy: ReverseProxy, base: str) -> list[tuple[str, str]]:
@@ -361,7 +367,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log-level", default="INFO")
     add_control_flags(parser)
     add_audit_flags(parser)
+    add_tracing_flag(parser)
+    add_flowcontrol_flags(parser)
     args = parser.parse_args(argv)
+    if validate_flags(args):
+        parser.error(validate_flags(args))
     try:
         member_grpc = parse_member_targets(args.member_grpc)
     except ValueError as err:
@@ -378,10 +388,16 @@ def main(argv: list[str] | None = None) -> None:
     config.apiservice_recheck = args.apiservice_recheck_interval
     config.member_grpc = member_grpc
     config.audit = AuditOptions.from_args(args)
+    config.tracing_config_file = args.tracing_config_file
+    check_tracing_file(args.tracing_config_file)
     config.authorization_mode = args.authorization_mode
     config.service_account_key_file = args.service_account_key_file
     config.service_account_issuer = args.service_account_issuer
     config.api_audiences = api_audiences(args)
+    config.enable_priority_and_fairness = args.enable_priority_and_fairness
+    config.max_requests_inflight = args.max_requests_inflight
+    config.max_mutating_requests_inflight = args.max_mutating_requests_inflight
+    config.request_timeout = args.request_timeout
     run_forever(run(config, args.shutdown_delay))
 
 
@@ -389,7 +405,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     paths = ensure_certificates(config.cert_dir)
     any_tls = any(u.startswith("https") for m in config.members for u in m)
     backend_ssl = client_ssl_context(paths.ca, *paths.pair("front-proxy-client")) if any_tls else None
-    gateway = Gateway(config, Authenticator(load_token_file(config.token_auth_file)), backend_ssl)
+    tracing = load_tracing(config.tracing_config_file, "aggregator")
+    gateway = Gateway(config, Authenticator(load_token_file(config.token_auth_file)), backend_ssl, tracing)
     if config.member_grpc:
         tcp = any(not a.startswith("unix:") for m in config.member_grpc for a in m.addresses)
         credentials = await client_credentials(paths.ca, *paths.pair("front-proxy-client")) if tcp else None
@@ -397,31 +414,22 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
                                          credentials=credentials)
     health = HealthChecks()
     health.add("backends", gateway.members_ready, liveness=False)
-    aggregator_hooks: list[PostStartHookStatus] = []
     if config.etcd_servers:
         gateway.apiservices = APIServiceLayer(
             LayerConfig([e.strip() for e in config.etcd_servers.split(",") if e.strip()], config.etcd_prefix,
                         recheck_interval=config.apiservice_recheck, etcd_tls=config.etcd_tls),
             config.members[0] if config.members else [], backend_ssl, paths.pair("front-proxy-client"),
-            gateway._user_headers, lambda: list(gateway.table.by_group_version))
+            gateway.header_source, lambda: list(gateway.table.by_group_version))
         apiservices = gateway.apiservices
+        if tracing is not None:
+            apiservices.server.etcd.instruments.tracer = tracing.tracer
 
         async def autoregister_completion() -> bool:
             # Only once every member's discovery is in: what it serves is what must be registered.
             routed = set(gateway.table.by_group_version.values()) >= set(range(len(config.members)))
             return routed and await apiservices.registration_complete()
 
-        # kube's names for what the aggregator starts (the availability controller checks local and
-        # service-backed APIServices alike: kube's two hooks for it), then autoregister-completion.
-        health.add("etcd", apiservices.server.health.live["etcd"])
-        health.add("etcd-readiness", apiservices.server.health.live["etcd"], liveness=False)
-        aggregator_hooks = [health.post_start_hook(name) for name in (
-            "start-kube-aggregator-informers", "apiservice-status-local-available-controller",
-            "apiservice-status-remote-available-controller", "apiservice-registration-controller",
-            "apiservice-discovery-controller", "kube-apiserver-autoregistration")]
         health.add("autoregister-completion", autoregister_completion, liveness=False)
-        aggregator_hooks += [health.post_start_hook(name) for name in (
-            "apiservice-openapi-controller", "apiservice-openapiv3-controller")]
     rbac = None
     if config.authorization_mode == "RBAC":
         if gateway.apiservices is None:
@@ -441,6 +449,13 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             load_public_keys(config.service_account_key_file), [config.service_account_issuer],
             config.api_audiences or [config.service_account_issuer], accounts.uid)
 
+    flow_control = None
+    if config.enable_priority_and_fairness:  # each gateway replica enforces its own limits, as each kube-apiserver
+        flow_control = PriorityAndFairness.build(
+            gateway.apiservices.server.etcd if gateway.apiservices is not None else None, config.etcd_prefix,
+            config.max_requests_inflight + config.max_mutating_requests_inflight, config.request_timeout)
+        flow_control.install_health(health)
+
     # default/kubernetes lists this gateway
     lease = masterlease.for_gateway(config.etcd_servers, config.etcd_prefix, config.bind_address,
                                     config.secure_port, etcd_tls=config.etcd_tls)
@@ -452,12 +467,12 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await audit.start()
         if gateway.apiservices is not None:
             await gateway.apiservices.start()
-            for hook in aggregator_hooks:
-                hook.finish()
         if accounts is not None:
             await accounts.start()
         if rbac is not None:
             await rbac.start()
+        if flow_control is not None:
+            await flow_control.start()
         await gateway.start()
         if lease is not None:
             await lease.start()
@@ -469,14 +484,21 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await accounts.stop()
         if rbac is not None:
             await rbac.stop()
+        if flow_control is not None:
+            await flow_control.stop()
         if lease is not None:
             await lease.stop()
         await gateway.stop()
         if gateway.apiservices is not None:
             await gateway.apiservices.stop()
+        if tracing is not None:
+            await asyncio.to_thread(tracing.shutdown)
 
     shell = build_app("aggregator", gateway, health, on_start=start, on_stop=stop)
-    app = filters.build_handler_chain(Dispatcher(shell, gateway), gateway.authenticator, gateway.authorizer,
+    mux = GatewayMetrics(Dispatcher(shell, gateway), lambda: [u for m in config.members for u in m],
+                         gateway.proxy.fetch)
+    app = filters.build_handler_chain(mux, gateway.authenticator, gateway.authorizer, flow_control,
+                                      tracing=tracing,
                                       auditor=audit.auditor if audit is not None else None)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
