@@ -178,7 +178,8 @@ def test_duplicate_list_keys_answer_as_kube(chain: ChainHandle) -> None:
     dep["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}, {"name": "A"}]
     status, body = apply(chain, f"{DEP}/dup1", dep)
     assert status == 500
-    assert body["message"] == (f"failed to create typed patch object ({NS}/dup1; apps/v1, Kind=Deployment): "
+    # kube names the object as the configuration does (no namespace in this one)
+    assert body["message"] == ("failed to create typed patch object (/dup1; apps/v1, Kind=Deployment): "
                                '.spec.template.spec.containers[name="web"].env: duplicate entries for key '
                                '[name="A"]')
     assert chain.json("GET", f"{DEP}/dup1")[0] == 404
@@ -334,3 +335,66 @@ def test_fields_added_by_admission_belong_to_nobody(chain: ChainHandle) -> None:
     assert "f:volumes" not in spec_fields and "f:tolerations" not in spec_fields
     assert "f:volumeMounts" not in spec_fields["f:containers"]['k:{"name":"app"}']
     assert "f:dnsPolicy" in spec_fields  # defaults are the creator's, as kube decodes them
+
+
+@pytest.mark.parametrize("validation", ["Strict", "Warn", "Ignore"])
+def test_unknown_fields_fail_the_apply_as_kube_answers_them(chain: ChainHandle, validation: str) -> None:
+    # kube types the configuration before anything else: an undeclared field is a plain error
+    # (500, no reason) whatever fieldValidation says (kubernetes/kubernetes#122480), named by
+    # the configuration's namespace and name; nothing is stored.
+    name = "unk-" + validation.lower()
+    body = cm(name, {"a": "1"})
+    body["metadata"]["namespace"] = NS
+    body["data_error"] = "x"
+    status, out = apply(chain, f"{CM}/{name}", body, f"fieldManager=t&fieldValidation={validation}")
+    assert status == 500, out
+    assert out == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 500,
+                   "message": f"failed to create typed patch object ({NS}/{name}; /v1, Kind=ConfigMap): "
+                              ".data_error: field not declared in schema"}
+    assert chain.json("GET", f"{CM}/{name}")[0] == 404
+
+
+def test_unknown_fields_deep_in_an_apply_and_on_an_existing_object(chain: ChainHandle) -> None:
+    status, _ = apply(chain, f"{DEP}/unk1", deployment("unk1"))
+    assert status == 201
+    body = deployment("unk1")
+    body["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostname": "x"}]
+    status, out = apply(chain, f"{DEP}/unk1", body)
+    assert status == 500
+    assert out["message"] == ("failed to create typed patch object (/unk1; apps/v1, Kind=Deployment): "
+                              '.spec.template.spec.containers[name="web"].ports[containerPort=80,protocol="TCP"]'
+                              ".hostname: field not declared in schema")
+    # metadata is typed too; an atomic list's items are walked by index
+    body = deployment("unk1")
+    body["metadata"]["labelz"] = {"a": "b"}
+    body["spec"]["template"]["spec"]["containers"][0]["command"] = ["sh"]
+    status, out = apply(chain, f"{DEP}/unk1", body)
+    assert status == 500
+    assert out["message"].endswith("): .metadata.labelz: field not declared in schema")
+    # a field kube knows is fine, and the object is unchanged by the failed applies
+    got = chain.json("GET", f"{DEP}/unk1")[1]
+    assert "ports" not in got["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_unknown_fields_of_a_custom_resource_and_preserved_parts(chain: ChainHandle) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"gadgets.{CRD_GROUP}"},
+           "spec": {"group": CRD_GROUP, "scope": "Namespaced",
+                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                            "size": {"type": "integer"},
+                            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}}}]}}
+    chain.kubectl("apply", "-f", "-", input=json.dumps(crd))
+    chain.kubectl("wait", "--for", "condition=Established", f"crd/gadgets.{CRD_GROUP}", "--timeout=30s")
+    path = f"/apis/{CRD_GROUP}/v1/namespaces/{NS}/gadgets/g1"
+    body = {"apiVersion": f"{CRD_GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g1", "namespace": NS},
+            "spec": {"size": 1, "colour": "red"}}
+    status, out = apply(chain, path, body)
+    assert status == 500
+    assert out["message"] == (f"failed to create typed patch object ({NS}/g1; {CRD_GROUP}/v1, Kind=Gadget): "
+                              ".spec.colour: field not declared in schema")
+    body["spec"] = {"size": 1, "extra": {"anything": {"goes": [1]}}}
+    status, out = apply(chain, path, body)
+    assert status == 201, out
+    assert out["spec"]["extra"] == {"anything": {"goes": [1]}}

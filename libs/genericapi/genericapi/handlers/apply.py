@@ -16,7 +16,8 @@ from starlette.responses import Response
 
 from genericapi.apimachinery import decoding
 from genericapi.apimachinery import errors as apierrors
-from genericapi.apimachinery.fieldmanager.typed import TypedError
+from genericapi.apimachinery.fieldmanager.managers import FieldManager
+from genericapi.apimachinery.fieldmanager.typed import TypedError, validate_applied
 from genericapi.apimachinery.nested import set_path
 from genericapi.registry.admissionchain import request_admission
 from genericapi.registry.fieldtracking import Writer
@@ -100,12 +101,31 @@ def _check_identity(obj: dict[str, Any], name: str, namespace: str, *, partial: 
                                     f"the namespace on the URL ({namespace})")
 
 
-def _typed_failure(err: TypedError, store: Store, namespace: str, name: str) -> apierrors.APIError:
-    """kube answers a configuration SMD cannot type with a plain error (500, no reason)."""
+def _typed_failure(err: TypedError, store: Store, config: dict[str, Any]) -> apierrors.APIError:
+    """kube answers a configuration SMD cannot type (a field the schema does not declare, an
+    associative list item without its keys or repeated) with a plain error: 500, no reason,
+    whatever ``fieldValidation`` says (kubernetes/kubernetes#122480, #139253). The namespace and
+    name are the configuration's own (kube's objectGVKNN of the patch object)."""
     info = store.info
     group_version = info.api_version if "/" in info.api_version else "/" + info.api_version
+    meta = config.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    namespace, name = (value if isinstance(value := meta.get(k), str) else "" for k in ("namespace", "name"))
     return apierrors.unknown_error(f"failed to create typed patch object ({namespace}/{name}; "
                                    f"{group_version}, Kind={info.kind}): {err.message()}")
+
+
+def _type_config(config: dict[str, Any], fm: FieldManager, store: Store) -> None:
+    """kube's field manager refuses a configuration that carries managedFields (400), then types
+    it against the schema before anything else looks at it: unknown fields are not pruned or
+    reported per ``fieldValidation`` as on create, they fail the apply (see _typed_failure)."""
+    meta = config.get("metadata")
+    if isinstance(meta, dict) and meta.get("managedFields") is not None:
+        raise apierrors.bad_request("metadata.managedFields must be nil")
+    try:
+        validate_applied(config, fm.root)
+    except TypedError as err:
+        raise _typed_failure(err, store, config) from None
 
 
 async def apply(store: Store, namespace: str, name: str, subresource: str, request: Request, raw: bytes,
@@ -121,16 +141,17 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
         raise apierrors.APIError(415, "UnsupportedMediaType",
                                  f"apply patches are not supported on the {subresource} subresource")
     config, duplicates = decode_config(raw, store, validation)
+    fm = store.fields.manager()
+    _type_config(config, fm, store)
     _check_identity(config, name, namespace, partial=True)
     warnings = check_fields(store.strategy, config, validation, duplicates)
-    fm = store.fields.manager()
     writer = Writer(manager, subresource, recorded=True)
 
     def produce(old: dict[str, Any]) -> dict[str, Any]:
         try:
             new = fm.apply(old, config, manager, force=force, subresource=subresource)
         except TypedError as err:
-            raise _typed_failure(err, store, namespace, name) from None
+            raise _typed_failure(err, store, config) from None
         _check_identity(new, name, namespace)
         new["metadata"]["resourceVersion"] = pinned_rv or old["metadata"]["resourceVersion"]
         return new
@@ -147,7 +168,7 @@ async def apply(store: Store, namespace: str, name: str, subresource: str, reque
         try:
             created = fm.apply(None, config, manager, force=force)
         except TypedError as terr:
-            raise _typed_failure(terr, store, namespace, name) from None
+            raise _typed_failure(terr, store, config) from None
         created["metadata"].pop("resourceVersion", None)
         _check_identity(created, name, namespace)
         scope = request_admission.get()

@@ -33,6 +33,7 @@ from .typed import (
     merge,
     remove_items,
     to_field_set,
+    validate_applied,
 )
 
 APPLY, UPDATE = "Apply", "Update"
@@ -439,7 +440,8 @@ class FieldManager:
         except ManagedFieldsError as err:
             raise apierrors.unknown_error(f"failed to decode managed fields: {err}") from None
         live_cmp = _without_managed_fields(live) if live is not None else MISSING
-        merged = merge(live_cmp, config, self.root)  # also raises TypedError for an untypable config
+        validate_applied(config, self.root)  # SMD types the configuration first (TypedError)
+        merged = merge(live_cmp, config, self.root)
         ident = identifier(manager, APPLY, self.api_version, subresource)
         last = managed.get(ident)
         previous_time = last.time if last is not None else None

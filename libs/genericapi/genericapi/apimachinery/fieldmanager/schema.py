@@ -30,8 +30,8 @@ _REF = "#/$defs/"
 class TypeNode:
     """The merge semantics of one part of an object (one SMD atom)."""
 
-    __slots__ = ("_elem", "_fields", "_resolver", "_src_elem", "_src_fields", "atomic", "key_defaults",
-                 "keys", "kind", "list_type")
+    __slots__ = ("_elem", "_fields", "_resolver", "_src_elem", "_src_fields", "atomic", "closed",
+                 "key_defaults", "keys", "kind", "list_type")
 
     def __init__(self, kind: str, resolver: SchemaResolver | None = None) -> None:
         self.kind = kind
@@ -39,6 +39,9 @@ class TypeNode:
         self.list_type = "atomic"
         self.keys: tuple[str, ...] = ()
         self.key_defaults: dict[str, Any] = {}
+        #: A struct that declares its fields and nothing else (no additionalProperties, no
+        #: x-kubernetes-preserve-unknown-fields): SMD refuses other fields in it.
+        self.closed = False
         self._resolver = resolver
         self._src_fields: Mapping[str, Any] | None = None
         self._src_elem: Any = None
@@ -162,6 +165,10 @@ class SchemaResolver:
             if isinstance(additional, Mapping) and not preserve:
                 node._src_elem = additional
             node.atomic = ext("x-kubernetes-map-type") == "atomic"
+            # (an embedded resource also takes apiVersion, kind and metadata, as kube's CRD
+            # OpenAPI adds them: it is left open)
+            node.closed = (node._src_fields is not None and node._src_elem is None and not preserve
+                           and not ext("x-kubernetes-embedded-resource"))
             if node._src_fields is None and node._src_elem is None and not node.atomic:
                 return DEDUCED_NODE
             return node
@@ -193,12 +200,17 @@ class SchemaResolver:
         _, target = self._deref(schema)
         props = target.get("properties")
         meta = props.get("metadata") if isinstance(props, Mapping) else None
-        if isinstance(meta, Mapping) and (meta.get("$ref") or meta.get("properties")):
+        # (a CRD's own metadata schema, at most name and generateName, is replaced by ObjectMeta)
+        typed_meta = isinstance(meta, Mapping) and bool(meta.get("$ref"))
+        if typed_meta and isinstance(props, Mapping) and "apiVersion" in props and "kind" in props:
             built = self.node(schema)
         else:
+            # A custom resource's schema: kube's CRD OpenAPI adds apiVersion, kind and ObjectMeta.
             wrapped = dict(target)
-            wrapped["properties"] = {**(props if isinstance(props, Mapping) else {}),
-                                     "metadata": {"$ref": _REF + _OBJECT_META}}
+            wrapped["properties"] = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                     **(props if isinstance(props, Mapping) else {})}
+            if not typed_meta:
+                wrapped["properties"]["metadata"] = {"$ref": _REF + _OBJECT_META}
             if not isinstance(props, Mapping):
                 wrapped["x-kubernetes-preserve-unknown-fields"] = True
             self._pinned.append(wrapped)

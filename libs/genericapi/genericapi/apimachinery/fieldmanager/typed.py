@@ -299,6 +299,50 @@ def validate(obj: Any, node: TypeNode) -> None:
     merge(MISSING, obj, node)
 
 
+def validate_applied(obj: Any, node: TypeNode) -> None:
+    """SMD's validating walk of an applied configuration (``ObjectToTyped`` without
+    ``AllowDuplicates``): a field a struct does not declare, an item of an associative list
+    without its keys, a duplicated key. Raises :class:`TypedError` with every error found.
+
+    As SMD: a map stops at its first undeclared field, a list at its first item without a path
+    element; maps and lists are walked whether atomic or not."""
+    errors: list[tuple[Path, str]] = []
+    _validate(obj, node, (), errors)
+    if errors:
+        raise TypedError(errors)
+
+
+def _validate(v: Any, node: TypeNode, path: Path, errors: list[tuple[Path, str]]) -> None:
+    kind = node.kind
+    if kind == DEDUCED or v is None:
+        return
+    if kind == MAP and isinstance(v, dict):
+        closed = node.closed
+        for k, val in v.items():
+            child, named = node.child(k)
+            if closed and not named:
+                errors.append(((*path, pe_.field(k)), "field not declared in schema"))
+                return
+            _validate(val, child, (*path, pe_.field(k)), errors)
+    elif kind == LIST and isinstance(v, list):
+        elem = node.elem()
+        associative = node.list_type != "atomic"
+        seen: set[str] = set()
+        for i, item in enumerate(v):
+            if associative:
+                try:
+                    pe = item_element(node, item)
+                except ValueError as err:
+                    errors.append((path, f"element {i}: {err}"))
+                    return
+                if pe in seen:
+                    errors.append((path, f"duplicate entries for key {pe_.display(pe)}"))
+                seen.add(pe)
+            else:
+                pe = pe_.index(i)
+            _validate(item, elem, (*path, pe), errors)
+
+
 def _merge(lhs: Any, rhs: Any, node: TypeNode, path: Path, errors: list[tuple[Path, str]]) -> Any:
     if rhs is MISSING:
         return lhs
