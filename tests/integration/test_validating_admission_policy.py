@@ -45,8 +45,8 @@ def binding(name: str, policy: str, actions: list[str], **spec: Any) -> dict[str
             "spec": {"policyName": policy, "validationActions": actions, "matchResources": SCOPE, **spec}}
 
 
-def rules(group: str, resource: str, ops: tuple[str, ...] = ("CREATE", "UPDATE")) -> dict[str, Any]:
-    return {"resourceRules": [{"apiGroups": [group], "apiVersions": ["*"], "operations": list(ops),
+def rules(group: str, resource: str, ops: tuple[str, ...] = ("CREATE", "UPDATE"), version: str = "*") -> dict[str, Any]:
+    return {"resourceRules": [{"apiGroups": [group], "apiVersions": [version], "operations": list(ops),
                                "resources": [resource]}]}
 
 
@@ -267,3 +267,62 @@ def test_bad_policies_and_bindings_are_refused_with_kubes_field_errors(chain: Ch
     assert status == 422 and body["reason"] == "Invalid"
     assert body["message"] == ('ValidatingAdmissionPolicy.admissionregistration.k8s.io "no-rules" is invalid: '
                                "spec.matchConstraints.resourceRules: Required value")
+
+
+def test_type_checking_status_for_a_bad_field_reference(chain: ChainHandle) -> None:
+    name = "typecheck-replicas"
+    # kube type-checks only the kinds the rules name explicitly (apiVersions "*" would check none).
+    apply(chain, vap(name, {"matchConstraints": rules("apps", "deployments", version="v1"),
+                            "validations": [{"expression": "object.replicas > 1"},
+                                            {"expression": "object.spec.replicas > 1"}]}))
+    try:
+        def status() -> Any:
+            obj = json.loads(chain.kubectl("get", "validatingadmissionpolicy", name, "-o", "json").stdout)
+            return obj if (obj.get("status") or {}).get("observedGeneration") == 1 else None
+        obj = eventually(status, timeout=30, what="the status controller's observedGeneration")
+        assert obj["status"]["typeChecking"] == {"expressionWarnings": [{
+            "fieldRef": "spec.validations[0].expression",
+            "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'\n"
+                       " | object.replicas > 1\n | ......^"}]}
+        # A fixed policy (a new generation) is checked again: no warnings left.
+        fixed = vap(name, {"matchConstraints": rules("apps", "deployments", version="v1"),
+                           "validations": [{"expression": "object.spec.replicas > 1"}]})
+        apply(chain, fixed)
+
+        def clean() -> Any:
+            obj = json.loads(chain.kubectl("get", "validatingadmissionpolicy", name, "-o", "json").stdout)
+            st = obj.get("status") or {}
+            return obj if st.get("observedGeneration") == 2 and st.get("typeChecking") == {} else None
+        eventually(clean, timeout=30, what="typeChecking cleared for generation 2")
+    finally:
+        cleanup(chain, name)
+
+
+def test_authorizer_in_cel_answers_with_the_chains_rbac(chain: ChainHandle, ns: str) -> None:
+    """``authorizer`` asks core-api's authorizer about the requesting user (RBAC: alice may edit the
+    namespace, not delete nodes; the admin is in system:masters)."""
+    name = "node-deleters-only"
+    chain.kubectl("create", "rolebinding", "alice-edit", "-n", ns, "--clusterrole=edit", "--user=alice")
+    apply(chain, vap(name, {"matchConstraints": rules("", "configmaps"),
+                            "validations": [{"expression": "authorizer.group('').resource('nodes')"
+                                                           ".check('delete').allowed()",
+                                             "messageExpression": "request.userInfo.username + ' may not delete "
+                                                                  "nodes'", "reason": "Forbidden"}]}),
+          binding(f"{name}-binding", name, ["Deny"]))
+    try:
+        cause = f"ValidatingAdmissionPolicy '{name}' with binding '{name}-binding' denied request: alice may not " \
+                "delete nodes"
+
+        def denied() -> Any:
+            proc = chain.kubectl("create", "configmap", "by-alice", "-n", ns, "--as=alice", "--dry-run=server",
+                                 check=False)
+            return proc if cause in proc.stderr else None
+        proc = eventually(denied, timeout=20, what="alice denied by the authorizer check")
+        assert proc.stderr.strip() == f'error: failed to create configmap: configmaps "by-alice" is forbidden: {cause}'
+        status, body = chain.json("POST", f"/api/v1/namespaces/{ns}/configmaps?dryRun=All",
+                                  {"metadata": {"name": "by-alice"}}, headers={"Impersonate-User": "alice"})
+        assert (status, body["reason"], body["details"]["causes"]) == (403, "Forbidden", [{"message": cause}])
+        chain.kubectl("create", "configmap", "by-admin", "-n", ns, "--dry-run=server")
+    finally:
+        cleanup(chain, name)
+        chain.kubectl("delete", "rolebinding", "alice-edit", "-n", ns, "--ignore-not-found", check=False)
