@@ -13,9 +13,8 @@ Per-request facts live in the ASGI scope under ``kubechain.*`` keys; read them w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import time
+from typing import TYPE_CHECKING, Protocol
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, forbidden
@@ -201,16 +200,28 @@ def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserI
                       name=info.name, path=scope["path"])
 
 
+class FlowControl(Protocol):
+    """API Priority and Fairness (flowcontrol/wiring.py): its filter and its debug dumps at the mux."""
+
+    def around_mux(self, mux: ASGIApp) -> ASGIApp: ...
+
+    def filter(self, handler: ASGIApp) -> ASGIApp: ...
+
+
 def build_handler_chain(mux: ASGIApp, authenticator: Authenticator, authorizer: Authorizer | None,
-                        tracing: Tracing | None = None,
+                        flow_control: FlowControl | None = None, tracing: Tracing | None = None,
                         auditor: Auditor | None = None) -> ASGIApp:
     """The chain around ``mux``, built innermost first as kube builds it (None: AlwaysAllow, no
-    authorization filter at all on the hot path)."""
+    authorization filter at all on the hot path; no flow control: APF off)."""
     from .audit.filter import WithAudit, WithAuditInit  # here: audit.filter imports this module
 
     handler: ASGIApp = mux
+    if flow_control is not None:
+        handler = flow_control.around_mux(handler)  # /debug/api_priority_and_fairness/*, authorized
     if authorizer is not None:
         handler = WithAuthorization(handler, authorizer)
+    if flow_control is not None:
+        handler = flow_control.filter(handler)  # kube: inside impersonation, outside authorization
     handler = WithInflightWatermark(handler)
     handler = WithImpersonation(handler, authorizer)
     if auditor is not None:

@@ -39,7 +39,7 @@ from genericapi.server.apiserver import (
 from genericapi.server.app import Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.discovery import wants_aggregated
-from genericapi.server.health import HealthChecks
+from genericapi.server.health import HealthChecks, PostStartHookStatus
 from genericapi.server.proxy import ReverseProxy
 from genericapi.server.tls import ClientCertProtocol
 from genericapi.server.tracing import Tracing, inject_headers
@@ -414,6 +414,7 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
                                          credentials=credentials)
     health = HealthChecks()
     health.add("backends", gateway.members_ready, liveness=False)
+    aggregator_hooks: list[PostStartHookStatus] = []
     if config.etcd_servers:
         gateway.apiservices = APIServiceLayer(
             LayerConfig([e.strip() for e in config.etcd_servers.split(",") if e.strip()], config.etcd_prefix,
@@ -429,7 +430,17 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             routed = set(gateway.table.by_group_version.values()) >= set(range(len(config.members)))
             return routed and await apiservices.registration_complete()
 
+        # kube's names for what the aggregator starts (the availability controller checks local and
+        # service-backed APIServices alike: kube's two hooks for it), then autoregister-completion.
+        health.add("etcd", apiservices.server.health.live["etcd"])
+        health.add("etcd-readiness", apiservices.server.health.live["etcd"], liveness=False)
+        aggregator_hooks = [health.post_start_hook(name) for name in (
+            "start-kube-aggregator-informers", "apiservice-status-local-available-controller",
+            "apiservice-status-remote-available-controller", "apiservice-registration-controller",
+            "apiservice-discovery-controller", "kube-apiserver-autoregistration")]
         health.add("autoregister-completion", autoregister_completion, liveness=False)
+        aggregator_hooks += [health.post_start_hook(name) for name in (
+            "apiservice-openapi-controller", "apiservice-openapiv3-controller")]
     rbac = None
     if config.authorization_mode == "RBAC":
         if gateway.apiservices is None:
@@ -467,6 +478,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await audit.start()
         if gateway.apiservices is not None:
             await gateway.apiservices.start()
+            for hook in aggregator_hooks:
+                hook.finish()
         if accounts is not None:
             await accounts.start()
         if rbac is not None:
