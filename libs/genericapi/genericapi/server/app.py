@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from . import gctuning
 from .health import HealthChecks, respond
 from .version import version_info
 
@@ -37,6 +38,7 @@ def build_app(name: str, api: ASGIApp, health: HealthChecks, *, on_start: Hook |
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if on_start is not None:
             await on_start()
+        gctuning.tune_after_start()
         try:
             yield
         finally:
