@@ -123,6 +123,9 @@ class Chain:
     #: certificates from the etcd CA in the data dir) and this is set to match; for an etcd given in
     #: ``etcd_endpoints`` it is what the caller sets (empty: plain).
     etcd_tls: EtcdTLS = field(default_factory=EtcdTLS)
+    #: API Priority and Fairness flags for every gateway (``--max-requests-inflight 4``,
+    #: ``--enable-priority-and-fairness=false``); empty: kube's defaults (on, 400 + 200 seats).
+    flowcontrol_flags: list[str] = field(default_factory=list)
     #: kube's ``--tracing-config-file`` for every service ("": no tracing).
     tracing_config: str = ""
 
@@ -265,7 +268,7 @@ class Chain:
             self._spawn(self.replica_name("aggregator", i),
                         [py, "-m", "aggregator", "--secure-port", str(port), "--bind-address", "127.0.0.1",
                          "--cert-dir", str(self.data_dir / "pki"), "--shutdown-delay", str(self.shutdown_delay),
-                         *etcd, "--service-account-key-file", paths.sa_pub,
+                         *etcd, "--service-account-key-file", paths.sa_pub, *self.flowcontrol_flags,
                          *self._audit_args(i),
                          "--authorization-mode", self.authorization_mode, *members, *self._control_args(),
                          *tracing])

@@ -51,6 +51,12 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--tracing-config-file", default="",
                     help="kube's TracingConfiguration (apiserver.config.k8s.io: endpoint, samplingRatePerMillion) "
                          "for every service: spans over OTLP gRPC, one trace per request across the chain")
+    up.add_argument("--max-requests-inflight", type=int, default=400,
+                    help="with --max-mutating-requests-inflight: the seats each gateway's API Priority and "
+                         "Fairness divides among priority levels (kube's flags and defaults)")
+    up.add_argument("--max-mutating-requests-inflight", type=int, default=200)
+    up.add_argument("--enable-priority-and-fairness", default="true", choices=("true", "false"),
+                    help="API Priority and Fairness at every gateway (default true, as kube)")
     userconfig.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "kubeconfig":
@@ -60,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
                   etcd_prefix=args.etcd_prefix, replicas=args.replicas,
                   encryption_config=args.encryption_provider_config, runtime_config=args.runtime_config,
                   authorization_mode=args.authorization_mode, tracing_config=args.tracing_config_file)
+    chain.flowcontrol_flags = ["--max-requests-inflight", str(args.max_requests_inflight),
+                               "--max-mutating-requests-inflight", str(args.max_mutating_requests_inflight),
+                               f"--enable-priority-and-fairness={args.enable_priority_and_fairness}"]
     stopping = False
 
     def on_signal(_sig: int, _frame: object) -> None:

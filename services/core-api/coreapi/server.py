@@ -30,6 +30,7 @@ from . import (
     catalog,
     connect,
     conversion,
+    flowcontrol_bootstrap,
     issuerdiscovery,
     kubernetes_endpoints,
     namespaces,
@@ -177,6 +178,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
         hooks.append("start-kubernetes-service-cidr-controller")
     server.add_post_start_hook(run_bootstrap, *hooks)
     install_rbac_bootstrap(server)  # after bootstrap: the namespaced Roles live in kube-system and kube-public
+    flowcontrol_bootstrap.install(server)  # APF's mandatory and suggested configuration
     kubernetes_endpoints.install(server, secure_port)  # after bootstrap: the Service's endpoints from the master leases
     if controllers is not None:
         install_controllers(server, controllers)

@@ -13,7 +13,7 @@ from typing import Any
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 
-from . import admissionpolicy, batch, configdata, pods, podupdate, scheduling, services, workloads
+from . import admissionpolicy, batch, configdata, flowcontrol, pods, podupdate, scheduling, services, workloads
 
 Validator = Callable[[dict[str, Any]], list[FieldError]]
 UpdateValidator = Callable[[dict[str, Any], dict[str, Any]], list[FieldError]]
@@ -36,6 +36,8 @@ _CREATE: dict[tuple[str, str], Validator] = {
     ("scheduling.k8s.io", "PriorityClass"): scheduling.validate_priority_class,
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): admissionpolicy.validate_policy,
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): admissionpolicy.validate_binding,
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): flowcontrol.validate_flow_schema,
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): flowcontrol.validate_priority_level,
 }
 
 
@@ -59,6 +61,8 @@ _UPDATE: dict[tuple[str, str], UpdateValidator] = {
     ("batch", "Job"): batch.validate_job_update,
     ("batch", "CronJob"): batch.validate_cron_job,
     ("scheduling.k8s.io", "PriorityClass"): scheduling.validate_priority_class_update,
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): flowcontrol.validate_flow_schema_update,
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): flowcontrol.validate_priority_level_update,
 }
 
 
