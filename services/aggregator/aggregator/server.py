@@ -464,7 +464,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     if config.enable_priority_and_fairness:  # each gateway replica enforces its own limits, as each kube-apiserver
         flow_control = PriorityAndFairness.build(
             gateway.apiservices.server.etcd if gateway.apiservices is not None else None, config.etcd_prefix,
-            config.max_requests_inflight + config.max_mutating_requests_inflight, config.request_timeout)
+            config.max_requests_inflight + config.max_mutating_requests_inflight, config.request_timeout,
+            on_dropped=lambda s: metrics.record_dropped(request_labels(s, filters.request_info_of(s))))
         flow_control.install_health(health)
 
     # default/kubernetes lists this gateway

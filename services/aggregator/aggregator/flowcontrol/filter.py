@@ -14,6 +14,7 @@ then streams without one.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from genericapi.apimachinery.requestinfo import RequestInfo
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -77,11 +78,14 @@ def _go_duration_seconds(text: str) -> float | None:
 
 
 class WithPriorityAndFairness:
-    def __init__(self, app: ASGIApp, controller: Controller, request_timeout: float = 60.0) -> None:
+    def __init__(self, app: ASGIApp, controller: Controller, request_timeout: float = 60.0,
+                 on_dropped: Callable[[Scope], None] | None = None) -> None:
         self.app = app
         self.controller = controller
         self.request_timeout = request_timeout
         self.dropped = DroppedRequests()
+        #: Records a 429 in the request metrics (kube's RecordDroppedRequest; the server knows the labels).
+        self.on_dropped = on_dropped
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -103,7 +107,7 @@ class WithPriorityAndFairness:
         try:
             req = level.queues.start(c.hash_value, 1, fs_name, c.distinguisher, (user, info))
         except Rejected as err:
-            await self._reject(c, err.reason, send, headers)
+            await self._reject(c, err.reason, scope, send, headers)
             return
         if req.future is not None and not req.future.done():
             metrics.INQUEUE.labels(level.name, fs_name).inc()
@@ -114,7 +118,7 @@ class WithPriorityAndFairness:
                 await level.queues.wait(req, wait_limit(scope, self.request_timeout))
             except Rejected as err:
                 metrics.WAIT.labels(level.name, fs_name, "false").observe(time.monotonic() - arrived)
-                await self._reject(c, err.reason, send, headers)
+                await self._reject(c, err.reason, scope, send, headers)
                 return
             finally:
                 metrics.INQUEUE.labels(level.name, fs_name).dec()
@@ -156,9 +160,12 @@ class WithPriorityAndFairness:
         finally:
             release()
 
-    async def _reject(self, c: Classification, reason: str, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+    async def _reject(self, c: Classification, reason: str, scope: Scope, send: Send,
+                      headers: list[tuple[bytes, bytes]]) -> None:
         level = c.level.name
         metrics.REJECTED.labels(level, c.flow_schema_name, reason).inc()
+        if self.on_dropped is not None:
+            self.on_dropped(scope)
         self.dropped.record(level)
         retry_after = str(self.dropped.retry_after(level)).encode()
         await send({"type": "http.response.start", "status": 429, "headers": [

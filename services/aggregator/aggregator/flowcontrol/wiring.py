@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from genericapi.server.health import HealthChecks
 from genericapi.storage.etcd import EtcdClient
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Scope
 
 from .config import FlowControlView
 from .controller import Controller
@@ -65,13 +66,15 @@ class PriorityAndFairness:
     view: FlowControlView | None  # None without etcd: the mandatory configuration only
     controller: Controller
     request_timeout: float = 60.0
+    #: Records a 429 in the request metrics (the server's labels: metrics.record_dropped).
+    on_dropped: Callable[[Scope], None] | None = None
     _task: asyncio.Task[None] | None = None
 
     @classmethod
-    def build(cls, etcd: EtcdClient | None, prefix: str, server_limit: int,
-              request_timeout: float) -> PriorityAndFairness:
+    def build(cls, etcd: EtcdClient | None, prefix: str, server_limit: int, request_timeout: float,
+              on_dropped: Callable[[Scope], None] | None = None) -> PriorityAndFairness:
         view = FlowControlView(etcd, prefix) if etcd is not None else None
-        return cls(view, Controller(view, server_limit), request_timeout)
+        return cls(view, Controller(view, server_limit), request_timeout, on_dropped)
 
     def install_health(self, health: HealthChecks) -> None:
         view = self.view
@@ -100,4 +103,4 @@ class PriorityAndFairness:
         return WithDebugDumps(mux, self.controller)
 
     def filter(self, handler: ASGIApp) -> ASGIApp:
-        return WithPriorityAndFairness(handler, self.controller, self.request_timeout)
+        return WithPriorityAndFairness(handler, self.controller, self.request_timeout, self.on_dropped)
