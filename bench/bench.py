@@ -29,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from genericapi.storage.etcd import EtcdClient
 from proccpu import ProcCPU
+from webhook_bench import bench_webhook
+from webhook_bench import line as webhook_line
 
 from kubechain_cli.chain import Chain, free_port
 
@@ -245,11 +247,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             async with session.post(gateway + "/api/v1/namespaces",
                                     json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}) as r:
                 assert r.status == 201
+            if args.webhook_only:
+                results["webhook"] = await bench_webhook(session, gateway, 1000 if args.quick else 4000,
+                                                         run_concurrently, configmap)
+                return results
             etcd = EtcdClient([chain.etcd_endpoints], tls=chain.etcd_tls)
             cpu = ProcCPU(chain.processes)
             results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000, cpu)
             await etcd.close()
             results["apply"] = await bench_apply(session, gateway, 1000 if args.quick else 4000)
+            results["webhook"] = await bench_webhook(session, gateway, 1000 if args.quick else 4000,
+                                                     run_concurrently, configmap)
             if args.writes_only:
                 return results
             n = 2000 if args.quick else 10000
@@ -280,10 +288,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
     parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
     parser.add_argument("--writes-only", action="store_true", help="only the create and apply lines")
+    parser.add_argument("--webhook-only", action="store_true", help="only the admission webhook line")
     args = parser.parse_args()
     r = asyncio.run(main_async(args))
     if args.json:
         print(json.dumps(r, indent=2))
+    if args.webhook_only:
+        print(webhook_line(r["webhook"]))
+        return
     c, a = r["create"], r["apply"]
     print(f"creates/s via gateway {c['gateway_creates_per_s']:.0f} / raw etcd puts/s {c['etcd_puts_per_s']:.0f}"
           f" = {c['ratio']:.2f}  (target >= 0.25)")
@@ -291,6 +303,7 @@ def main() -> None:
     print(f"CPU per create: {_cpu_line(c['cpu_us'])}; all services {services:.0f} us (target <= 350 us)")
     print(f"server-side applies/s of a 2 KiB Deployment {a['applies_per_s']:.0f} / merge patches/s of the same"
           f" change {a['merge_patches_per_s']:.0f} = {a['ratio']:.2f}  (target >= 0.7)")
+    print(webhook_line(r["webhook"]))
     if args.writes_only:
         return
     g, li, w, p = r["get"], r["list"], r["watch"], r["proxy_clients"]

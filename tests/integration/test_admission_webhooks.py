@@ -202,12 +202,12 @@ def test_webhook_by_service_reference(env: Env, chain: ChainHandle) -> None:
         {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": SERVICE_NAME, "namespace": SERVICE_NS},
          "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": env.hook.port}]}]}]}))
     env.register("MutatingWebhookConfiguration",
-                 env.webhook("svc.w13.example.com", "/label/key=via/value=service", service=True))
+                 env.webhook("svc.w13.example.com", "/label", service=True))
 
     def labelled() -> Any:
         status, body = env.configmap(f"cm-{uuid.uuid4().hex[:6]}")
         assert status == 201, body
-        return (body["metadata"].get("labels") or {}).get("via") == "service"
+        return (body["metadata"].get("labels") or {}).get("webhook") == "was-here"
 
     eventually(labelled, 20, "the service-backed webhook called")
 
@@ -444,3 +444,22 @@ def test_custom_resources_and_match_policy(env: Env, chain: ChainHandle) -> None
     assert request["requestKind"] == {"group": group, "version": "v2", "kind": "Gadget"}
     assert request["requestResource"]["version"] == "v2" and request["object"]["apiVersion"] == f"{group}/v1"
     chain.kubectl("delete", "crd", f"gadgets.{group}", "--wait=false")
+
+
+@pytest.mark.parametrize("version", kubectl_params("1.33", "1.27"))
+def test_configurations_are_validated_as_kube(chain: ChainHandle, version: str) -> None:
+    proc = chain.kubectl("create", "-f", "-", version=version, check=False, input=json.dumps({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "w13-invalid"},
+        "webhooks": [{"name": "short", "clientConfig": {"url": "http://hooks.example.com/x?y=1"},
+                      "sideEffects": "Some", "timeoutSeconds": 40, "admissionReviewVersions": ["v1"]}]}))
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert 'The ValidatingWebhookConfiguration "w13-invalid" is invalid' in err
+    for part in ('webhooks[0].name: Invalid value: "short": should be a domain with at least three segments '
+                 "separated by dots",
+                 'webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"',
+                 "webhooks[0].timeoutSeconds: Invalid value: 40: the timeout value must be between 1 and 30 seconds",
+                 "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme"
+                 "; desired format: https://host[/path]"):
+        assert part.replace('\\"', '"') in err, (part, err)

@@ -4,7 +4,7 @@ Pure functions over the ``Attributes`` record and one webhook's JSON (``admissio
 written after kube's ``rules.Matcher``, ``namespace.Matcher`` and ``object.Matcher``:
 
 - a rule matches when its scope, operations, apiGroups, apiVersions and resources all do; ``*``
-  matches anything, ``pods/*`` every subresource of pods, ``*/status`` every status subresource,
+  matches anything, ``pods/*`` pods and every subresource of pods, ``*/status`` every status subresource,
   and a bare resource never matches its subresources;
 - a Namespace object counts as cluster-scoped, and for the scope check its namespace is its own name;
 - the namespaceSelector is not applied to cluster-scoped objects other than Namespaces, and for a

@@ -13,7 +13,18 @@ from typing import Any
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.resources import ResourceInfo
 
-from . import admissionpolicy, batch, configdata, flowcontrol, pods, podupdate, scheduling, services, workloads
+from . import (
+    admissionpolicy,
+    batch,
+    configdata,
+    flowcontrol,
+    pods,
+    podupdate,
+    scheduling,
+    services,
+    webhooks,
+    workloads,
+)
 
 Validator = Callable[[dict[str, Any]], list[FieldError]]
 UpdateValidator = Callable[[dict[str, Any], dict[str, Any]], list[FieldError]]
@@ -36,6 +47,8 @@ _CREATE: dict[tuple[str, str], Validator] = {
     ("scheduling.k8s.io", "PriorityClass"): scheduling.validate_priority_class,
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): admissionpolicy.validate_policy,
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): admissionpolicy.validate_binding,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): webhooks.validate_validating_configuration,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): webhooks.validate_mutating_configuration,
     ("flowcontrol.apiserver.k8s.io", "FlowSchema"): flowcontrol.validate_flow_schema,
     ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): flowcontrol.validate_priority_level,
 }
