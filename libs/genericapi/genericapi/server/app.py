@@ -132,7 +132,10 @@ async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
     let in-flight requests finish (bounded), end watches, exit (kube-apiserver's order)."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             loop="none", http=http_protocol, timeout_graceful_shutdown=int(graceful_timeout),
-                            access_log=False, timeout_keep_alive=60, server_header=False, **(ssl_options or {}))
+                            access_log=False, timeout_keep_alive=60, server_header=False,
+                            # No ProxyHeadersMiddleware: the peer address stays the peer's (audit's
+                            # sourceIPs read X-Forwarded-For themselves, as kube's do), one less layer.
+                            proxy_headers=False, **(ssl_options or {}))
     server = _Server(config)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
