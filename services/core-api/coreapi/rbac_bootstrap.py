@@ -77,7 +77,7 @@ async def ensure_rbac_defaults(stores: dict[tuple[str, str], Store]) -> dict[str
     """Reconcile every default; returns counts of objects created and updated."""
     counts = {"created": 0, "updated": 0}
     for plural, objects in defaults().items():
-        client = LocalClient(stores[(RBAC_GROUP, plural)])
+        client = LocalClient(stores[(RBAC_GROUP, plural)], manager="kube-apiserver")  # as kube's post-start hook
         items, _rv, _cont = await client.list("")
         stored = {_key(o): o for o in items}
         binding = plural.endswith("bindings")

@@ -19,6 +19,7 @@ from typing import Any
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import fields
 from genericapi.apimachinery.serviceresolver import ServiceResolver
+from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.options import DeleteOptions, ListOptions
 from genericapi.registry.store import Store
 from genericapi.server.apiserver import GenericAPIServer
@@ -31,6 +32,10 @@ from .crds import CLEANUP_FINALIZER, CRDStore
 log = logging.getLogger(__name__)
 
 _CLEANUP_TIMEOUT = 60.0
+#: kube-apiserver's apiextensions controllers write as kube-apiserver (their user agent's
+#: prefix): CRD status (names, Established, Terminating) and the cleanup finalizer's removal.
+_STATUS_WRITER = Writer("kube-apiserver", "status")
+_WRITER = Writer("kube-apiserver")
 
 
 class CRDController:
@@ -155,7 +160,7 @@ class CRDController:
     async def _write_status(self, crd: dict[str, Any]) -> bool:
         name = crd["metadata"]["name"]
         try:
-            await self.crds.update("", name, crd, subresource="status")
+            await self.crds.update("", name, crd, subresource="status", writer=_STATUS_WRITER)
             return True
         except apierrors.APIError as err:
             if err.code in (404, 409):
@@ -271,7 +276,7 @@ class CRDController:
         crd["metadata"]["finalizers"] = [f for f in crd["metadata"].get("finalizers") or []
                                          if f != CLEANUP_FINALIZER]
         try:
-            await self.crds.update("", name, crd)
+            await self.crds.update("", name, crd, writer=_WRITER)
         except apierrors.APIError as err:
             if err.code not in (404, 409):
                 raise

@@ -25,7 +25,7 @@ from .http import HTTPClient
 from .local import LocalClient, resource_of
 from .tasks import cancel_and_wait
 from .transport import Transport
-from .types import CONTROLLER_USER, APIResource, ResourceClient
+from .types import CONTROLLER_MANAGER, CONTROLLER_USER, CONTROLLER_USER_AGENT, APIResource, ResourceClient
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +80,18 @@ class ClientSet:
     """Every resource the chain serves; local stores first, then the delegate's."""
 
     def __init__(self, stores: Iterable[Store] = (), delegate_urls: Sequence[str] = (), *,
-                 ssl_context: ssl.SSLContext | None = None, user: UserInfo = CONTROLLER_USER) -> None:
+                 ssl_context: ssl.SSLContext | None = None, user: UserInfo = CONTROLLER_USER,
+                 manager: str | None = CONTROLLER_MANAGER, user_agent: str = CONTROLLER_USER_AGENT) -> None:
+        """``manager``: the field manager of the controllers' writes (kube-controller-manager's,
+        as kube derives it from that process's user agent; ``user_agent`` says the same to the
+        delegate)."""
         self.user = user
         self._local: dict[tuple[str, str, str], LocalClient] = {}
         for store in stores:
-            client = LocalClient(store, user)
+            client = LocalClient(store, user, manager)
             r = client.resource
             self._local[(r.group, r.plural, r.version)] = client
-        self.transport = Transport(delegate_urls, ssl_context, user) if delegate_urls else None
+        self.transport = Transport(delegate_urls, ssl_context, user, user_agent) if delegate_urls else None
         self._remote: dict[tuple[str, str, str], APIResource] = {}
         self._remote_clients: dict[tuple[str, str, str], HTTPClient] = {}
         self._callbacks: list[Callable[[], Awaitable[None]]] = []

@@ -103,6 +103,13 @@ class HTTPClient:
                                                    body=patch, content_type=ctype)
         return dict(doc)
 
+    async def apply(self, namespace: str, name: str, config: dict[str, Any], *, field_manager: str,
+                    force: bool = False, subresource: str = "") -> dict[str, Any]:
+        params = {"fieldManager": field_manager, **({"force": "true"} if force else {})}
+        _s, _t, doc = await self.transport.request("PATCH", self._path(namespace, name, subresource), params=params,
+                                                   body=config, content_type="application/apply-patch+yaml")
+        return dict(doc)
+
     async def delete(self, namespace: str, name: str, *, propagation_policy: str | None = None,
                      uid: str | None = None, resource_version: str | None = None,
                      grace_period_seconds: int | None = None) -> dict[str, Any] | None:

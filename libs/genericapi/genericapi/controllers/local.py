@@ -19,6 +19,7 @@ import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import strategicpatch
 from genericapi.apimachinery.user import UserInfo, current_user
+from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.options import DeleteOptions, ListOptions
 from genericapi.registry.store import Store
 from genericapi.storage.cacher import Bookmark, CacheEvent, WatchClosed
@@ -58,10 +59,16 @@ def apply_patch(obj: dict[str, Any], patch: Patch, patch_type: str) -> dict[str,
 class LocalClient:
     """``ResourceClient`` over a ``Store`` of this process."""
 
-    def __init__(self, store: Store, user: UserInfo = CONTROLLER_USER) -> None:
+    def __init__(self, store: Store, user: UserInfo = CONTROLLER_USER, manager: str | None = None) -> None:
         self.store = store
         self.resource = resource_of(store)
         self._user = user
+        #: The field manager its writes record in managedFields (None: writes keep the object's
+        #: managedFields as they are, for the server's own bookkeeping writes).
+        self.manager = manager
+
+    def _writer(self, subresource: str = "") -> Writer | None:
+        return Writer(self.manager, subresource) if self.manager is not None else None
 
     @contextlib.contextmanager
     def _as_user(self) -> Iterator[None]:
@@ -117,20 +124,40 @@ class LocalClient:
 
     async def create(self, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
         with self._as_user():
-            return await self.store.create(namespace, copy.deepcopy(obj))
+            return await self.store.create(namespace, copy.deepcopy(obj), writer=self._writer())
 
     async def update(self, namespace: str, name: str, obj: dict[str, Any], *,
                      subresource: str = "") -> dict[str, Any]:
         self._check_sub(subresource)
         with self._as_user():
-            return await self.store.update(namespace, name, copy.deepcopy(obj), subresource=subresource)
+            return await self.store.update(namespace, name, copy.deepcopy(obj), subresource=subresource,
+                                           writer=self._writer(subresource))
 
     async def patch(self, namespace: str, name: str, patch: Patch, *,
                     patch_type: str = "merge", subresource: str = "") -> dict[str, Any]:
         self._check_sub(subresource)
         with self._as_user():
             return await self.store.guaranteed_update(
-                namespace, name, lambda old: apply_patch(old, patch, patch_type), subresource=subresource)
+                namespace, name, lambda old: apply_patch(old, patch, patch_type), subresource=subresource,
+                writer=self._writer(subresource))
+
+    async def apply(self, namespace: str, name: str, config: dict[str, Any], *, field_manager: str,
+                    force: bool = False, subresource: str = "") -> dict[str, Any]:
+        """Server-side apply to an existing object (what the controllers apply to exists): the
+        store's field manager merges ``config`` and records the ``Apply`` entry; conflicts are
+        kube's 409 unless ``force``."""
+        self._check_sub(subresource)
+        fm = self.store.fields.manager()
+        body = {**config, "metadata": {**(config.get("metadata") or {}), "name": name}}
+
+        def produce(old: dict[str, Any]) -> dict[str, Any]:
+            new = fm.apply(old, body, field_manager, force=force, subresource=subresource)
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            return new
+
+        with self._as_user():
+            return await self.store.guaranteed_update(namespace, name, produce, subresource=subresource,
+                                                      writer=Writer(field_manager, subresource, recorded=True))
 
     async def delete(self, namespace: str, name: str, *, propagation_policy: str | None = None,
                      uid: str | None = None, resource_version: str | None = None,

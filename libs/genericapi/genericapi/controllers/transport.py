@@ -42,10 +42,12 @@ class Transport:
     """Requests to one of several replicas of a link, trying the next on connection failure."""
 
     def __init__(self, urls: Sequence[str], ssl_context: ssl.SSLContext | None = None,
-                 user: UserInfo = CONTROLLER_USER) -> None:
+                 user: UserInfo = CONTROLLER_USER, user_agent: str = "") -> None:
         self.urls = [u.rstrip("/") for u in urls]
         self._ssl = ssl_context
         self._headers = [*user.headers(), ("Accept", "application/json")]
+        if user_agent:  # the field manager the server derives for writes that name none
+            self._headers.append(("User-Agent", user_agent))
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._next = 0
 

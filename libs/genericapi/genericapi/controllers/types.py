@@ -17,6 +17,10 @@ from genericapi.apimachinery.user import UserInfo
 Patch = dict[str, Any] | list[Any]
 
 #: Who controllers act as: kube-controller-manager's user, in the masters group.
+#: The field manager of kube-controller-manager's writes: kube derives it from the user agent
+#: (``kube-controller-manager/v1.33.0 (linux/amd64) kubernetes/...``), for every controller there.
+CONTROLLER_MANAGER = "kube-controller-manager"
+CONTROLLER_USER_AGENT = "kube-controller-manager/v1.33.0 (linux/amd64) kubernetes/0000000"
 CONTROLLER_USER = UserInfo("system:kube-controller-manager", ("system:masters", "system:authenticated"))
 
 
@@ -71,6 +75,11 @@ class ResourceClient(Protocol):
 
     async def patch(self, namespace: str, name: str, patch: Patch, *,
                     patch_type: str = "merge", subresource: str = "") -> dict[str, Any]: ...
+
+    async def apply(self, namespace: str, name: str, config: dict[str, Any], *, field_manager: str,
+                    force: bool = False, subresource: str = "") -> dict[str, Any]:
+        """Server-side apply of ``config`` by ``field_manager`` (client-go's ``Apply``/``ApplyStatus``)."""
+        ...
 
     async def delete(self, namespace: str, name: str, *, propagation_policy: str | None = None,
                      uid: str | None = None, resource_version: str | None = None,

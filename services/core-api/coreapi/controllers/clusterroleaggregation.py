@@ -11,7 +11,6 @@ re-queues every aggregating ClusterRole, so a role labelled ``aggregate-to-view`
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Hashable
 from typing import Any
 
@@ -45,6 +44,10 @@ def aggregated_rules(role: dict[str, Any], all_roles: list[dict[str, Any]]) -> l
     return out
 
 
+#: kube's ClusterRoleAggregationController applies with this field manager.
+FIELD_MANAGER = "clusterrole-aggregation-controller"
+
+
 class ClusterRoleAggregationController(Controller):
     name = "clusterrole-aggregation"
 
@@ -73,10 +76,13 @@ class ClusterRoleAggregationController(Controller):
         rules = aggregated_rules(role, self.roles.items())
         if rules is None or rules == (role.get("rules") or []):
             return
-        fixed = copy.deepcopy(role)  # cached objects are shared: change a copy
-        fixed["rules"] = rules
+        # As kube's controller: a server-side apply of the rules alone, forced, by its own manager.
+        config: dict[str, Any] = {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole",
+                                  "metadata": {"name": str(key)}}
+        if rules:
+            config["rules"] = rules
         try:
-            await self.client.update("", str(key), fixed)
+            await self.client.apply("", str(key), config, field_manager=FIELD_MANAGER, force=True)
         except APIError as err:
             if err.code != 404:
                 raise  # 409: a stale copy; the retry (and the role's own event) sees the new one

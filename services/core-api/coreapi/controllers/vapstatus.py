@@ -21,6 +21,10 @@ from genericapi.controllers import ClientSet, Controller, Informer
 GROUP = "admissionregistration.k8s.io"
 
 
+#: kube's ValidatingAdmissionPolicy status controller applies with this field manager.
+FIELD_MANAGER = "validatingadmissionpolicy-status"
+
+
 class PolicyStatusController(Controller):
     name = "validatingadmissionpolicy-status-controller"
 
@@ -89,10 +93,17 @@ class PolicyStatusController(Controller):
             return
         kinds = await self._kinds(policy)
         warnings = typecheck.check(policy, lambda g, v, r: kinds.get((g, v, r)))
-        type_checking: dict[str, Any] = {"expressionWarnings": [w.to_dict() for w in warnings] or None}
-        patch = {"status": {"observedGeneration": generation, "typeChecking": type_checking}}
+        # As kube's controller: ApplyStatus, forced, by "validatingadmissionpolicy-status"; no
+        # warnings is an empty typeChecking (the apply configuration omits the empty list).
+        type_checking: dict[str, Any] = {}
+        if warnings:
+            type_checking["expressionWarnings"] = [w.to_dict() for w in warnings]
+        config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                  "metadata": {"name": str(key)},
+                  "status": {"observedGeneration": generation, "typeChecking": type_checking}}
         try:
-            await self.client.patch("", str(key), patch, subresource="status")
+            await self.client.apply("", str(key), config, field_manager=FIELD_MANAGER, force=True,
+                                    subresource="status")
         except APIError as err:
             if err.code != 404:
                 raise
