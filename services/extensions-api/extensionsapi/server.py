@@ -16,8 +16,8 @@ from genericapi.registry.serviceview import ClusterServiceView
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
 
-from .admission_webhooks import install_webhooks
 from .admission_policy import install as install_admission_policy
+from .admission_webhooks import install_webhooks
 from .crd_controller import CRDController
 from .crds import CRD_INFO, CRDStore, CRDStrategy
 

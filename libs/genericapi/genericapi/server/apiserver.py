@@ -23,8 +23,8 @@ from genericapi.apimachinery import k8sproto, user
 from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
-from genericapi.registry.codec import JsonCodec
 from genericapi.registry.admissionchain import AdmissionChain
+from genericapi.registry.codec import JsonCodec
 from genericapi.registry.store import Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage.errors import StorageError
