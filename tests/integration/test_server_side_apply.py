@@ -398,3 +398,45 @@ def test_unknown_fields_of_a_custom_resource_and_preserved_parts(chain: ChainHan
     status, out = apply(chain, path, body)
     assert status == 201, out
     assert out["spec"]["extra"] == {"anything": {"goes": [1]}}
+
+
+def test_embedded_resources_of_a_custom_resource(chain: ChainHandle) -> None:
+    # kube's CRD OpenAPI gives an embedded resource apiVersion, kind and ObjectMeta: its metadata's
+    # finalizers are a set, its labels granular, and a field it does not declare fails the apply.
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"blueprints.{CRD_GROUP}"},
+           "spec": {"group": CRD_GROUP, "scope": "Namespaced",
+                    "names": {"plural": "blueprints", "singular": "blueprint", "kind": "Blueprint",
+                              "listKind": "BlueprintList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                            "template": {"type": "object", "x-kubernetes-embedded-resource": True,
+                                         "properties": {"spec": {"type": "object", "properties": {
+                                             "size": {"type": "integer"}}}}}}}}}}}]}}
+    chain.kubectl("apply", "-f", "-", input=json.dumps(crd))
+    chain.kubectl("wait", "--for", "condition=Established", f"crd/blueprints.{CRD_GROUP}", "--timeout=30s")
+    path = f"/apis/{CRD_GROUP}/v1/namespaces/{NS}/blueprints/b1"
+
+    def blueprint(**template: Any) -> dict[str, Any]:
+        return {"apiVersion": f"{CRD_GROUP}/v1", "kind": "Blueprint", "metadata": {"name": "b1", "namespace": NS},
+                "spec": {"template": {"apiVersion": "v1", "kind": "Thing", **template}}}
+
+    body = blueprint(metadata={"labels": {"a": "1"}, "finalizers": ["x"]}, spec={"size": 1})
+    status, obj = apply(chain, path, body, "fieldManager=one")
+    assert status == 201, obj
+    assert managers(obj)[("one", "Apply", "")] == {"f:spec": {"f:template": {
+        "f:apiVersion": {}, "f:kind": {}, "f:metadata": {"f:finalizers": {'v:"x"': {}}, "f:labels": {"f:a": {}}},
+        "f:spec": {"f:size": {}}}}}
+    # a second manager adds a label and a finalizer beside the first one's
+    status, obj = apply(chain, path, blueprint(metadata={"labels": {"b": "2"}, "finalizers": ["y"]}),
+                        "fieldManager=two")
+    assert status == 200, obj
+    template = obj["spec"]["template"]
+    assert template["metadata"] == {"labels": {"a": "1", "b": "2"}, "finalizers": ["x", "y"]}
+    for bad, field in (({"colour": "red"}, ".spec.template.colour"),
+                       ({"metadata": {"labelz": {}}}, ".spec.template.metadata.labelz")):
+        status, out = apply(chain, path, blueprint(**bad), "fieldManager=one")
+        assert status == 500, out
+        assert out["message"] == (f"failed to create typed patch object ({NS}/b1; {CRD_GROUP}/v1, Kind=Blueprint): "
+                                  f"{field}: field not declared in schema")
+    assert chain.json("GET", path)[1]["spec"]["template"] == template

@@ -15,6 +15,7 @@ from genericapi.apimachinery.fieldmanager.typed import (
     remove_items,
     to_field_set,
     validate,
+    validate_applied,
 )
 from genericapi.apimachinery.schemas import SchemaCatalog
 
@@ -171,3 +172,41 @@ def test_fully_untyped_object_is_deduced() -> None:
     fs = to_field_set({"metadata": {"name": "x"}, "spec": {"a": {"b": 1}, "l": [1]}}, node)
     assert fs.to_json() == {"f:metadata": {"f:name": {}},
                             "f:spec": {".": {}, "f:a": {".": {}, "f:b": {}}, "f:l": {}}}
+
+
+EMBEDDED_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    # a closed embedded resource: kube's CRD OpenAPI adds apiVersion, kind and ObjectMeta to it
+    "template": {"type": "object", "x-kubernetes-embedded-resource": True,
+                 "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                                "metadata": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+    # an open one: the same three typed, anything else deduced
+    "objects": {"type": "array", "items": {"type": "object", "x-kubernetes-embedded-resource": True,
+                                           "x-kubernetes-preserve-unknown-fields": True}}}}}}
+
+
+def test_embedded_resources_are_typed_as_kube_types_them() -> None:
+    node = RESOLVER.root(EMBEDDED_SCHEMA)
+    meta = {"name": "t", "labels": {"a": "b"}, "finalizers": ["f"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u1"}]}
+    obj = {"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"size": 1}},
+                    "objects": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"finalizers": ["g"]},
+                                 "data": {"x": [1]}}]}}
+    typed_meta = {"f:finalizers": {'v:"f"': {}}, "f:labels": {"f:a": {}}, "f:name": {},
+                  "f:ownerReferences": {'k:{"uid":"u1"}': {}}}  # an OwnerReference is an atomic struct
+    assert to_field_set(obj, node).to_json() == {"f:spec": {
+        "f:objects": {},  # a list without list-type is atomic
+        "f:template": {"f:apiVersion": {}, "f:kind": {}, "f:metadata": typed_meta, "f:spec": {"f:size": {}}}}}
+    # ObjectMeta replaces the CRD's own metadata schema; other fields are not declared
+    with pytest.raises(TypedError, match=r"^\.spec\.template\.colour: field not declared in schema$"):
+        validate_applied({"spec": {"template": {"kind": "Pod", "colour": "red"}}}, node)
+    with pytest.raises(TypedError, match=r"^\.spec\.template\.metadata\.labelz: field not declared in schema$"):
+        validate_applied({"spec": {"template": {"metadata": {"labelz": {}}}}}, node)
+    validate_applied(obj, node)
+    # an embedded resource that preserves unknown fields: metadata still ObjectMeta, the rest deduced
+    items = node.child("spec")[0].child("objects")[0].elem()
+    assert to_field_set(obj["spec"]["objects"][0], items).to_json() == {
+        "f:apiVersion": {}, "f:data": {".": {}, "f:x": {}}, "f:kind": {},
+        "f:metadata": {"f:finalizers": {'v:"g"': {}}}}
+    validate_applied({"colour": "red", "metadata": {"name": "x"}}, items)
+    with pytest.raises(TypedError, match=r"^\.metadata\.labelz: field not declared in schema$"):
+        validate_applied({"metadata": {"labelz": {}}}, items)

@@ -6,7 +6,9 @@ map with ``x-kubernetes-list-map-keys``; without it, built-ins fall back to the
 ``patchStrategy``/``patchMergeKey`` of strategic merge patch, as kube-openapi's schemaconv
 does, and to atomic). Parts with no type, or under ``x-kubernetes-preserve-unknown-fields``,
 are *deduced* from the value itself: maps granular, lists atomic (SMD's
-``DeducedParseableType``). Built-in and custom resources use the same :class:`TypeNode`.
+``DeducedParseableType``). An ``x-kubernetes-embedded-resource`` gets ``apiVersion``, ``kind``
+and an ObjectMeta ``metadata``, as kube's CRD OpenAPI gives it. Built-in and custom resources
+use the same :class:`TypeNode`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _KEY_DEFAULTS: dict[str, dict[str, Any]] = {
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _REF = "#/$defs/"
+_EMBEDDED_PROPERTIES: dict[str, Any] = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                        "metadata": {"$ref": _REF + _OBJECT_META}}
 
 
 class TypeNode:
@@ -158,6 +162,10 @@ class SchemaResolver:
         props = target.get("properties")
         additional = target.get("additionalProperties")
         preserve = bool(ext("x-kubernetes-preserve-unknown-fields"))
+        if ext("x-kubernetes-embedded-resource"):
+            # kube's CRD OpenAPI (addEmbeddedProperties) sets apiVersion, kind and an ObjectMeta
+            # metadata on an embedded resource, over whatever the CRD declares for them.
+            props = {**(props if isinstance(props, Mapping) else {}), **_EMBEDDED_PROPERTIES}
         if "object" in types or isinstance(props, Mapping) or isinstance(additional, Mapping):
             node = TypeNode(MAP, self)
             if isinstance(props, Mapping):
@@ -165,10 +173,7 @@ class SchemaResolver:
             if isinstance(additional, Mapping) and not preserve:
                 node._src_elem = additional
             node.atomic = ext("x-kubernetes-map-type") == "atomic"
-            # (an embedded resource also takes apiVersion, kind and metadata, as kube's CRD
-            # OpenAPI adds them: it is left open)
-            node.closed = (node._src_fields is not None and node._src_elem is None and not preserve
-                           and not ext("x-kubernetes-embedded-resource"))
+            node.closed = node._src_fields is not None and node._src_elem is None and not preserve
             if node._src_fields is None and node._src_elem is None and not node.atomic:
                 return DEDUCED_NODE
             return node
