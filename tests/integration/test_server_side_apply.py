@@ -109,8 +109,8 @@ def test_conflict_message_causes_and_force(chain: ChainHandle) -> None:
     assert body["message"] == ('Apply failed with 2 conflicts: conflicts with "alice":\n- .spec.replicas\n'
                                '- .spec.template.spec.containers[name="web"].image')
     assert body["details"]["causes"] == [
-        {"type": "FieldManagerConflict", "message": 'conflict with "alice"', "field": ".spec.replicas"},
-        {"type": "FieldManagerConflict", "message": 'conflict with "alice"',
+        {"reason": "FieldManagerConflict", "message": 'conflict with "alice"', "field": ".spec.replicas"},
+        {"reason": "FieldManagerConflict", "message": 'conflict with "alice"',
          "field": '.spec.template.spec.containers[name="web"].image'}]
     status, obj = apply(chain, f"{DEP}/c1", deployment("c1", 3, image="nginx:1.26"), "fieldManager=bob&force=true")
     assert status == 200 and obj["spec"]["replicas"] == 3

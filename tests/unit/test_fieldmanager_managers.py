@@ -104,7 +104,7 @@ def test_apply_creates_owns_only_applied_fields_and_conflicts() -> None:
     assert e.code == 409 and e.reason == "Conflict"
     assert e.message == ('Apply failed with 1 conflict: conflict with "kubectl-scale" with subresource "scale" '
                          "using apps/v1: .spec.replicas")
-    assert e.details == {"causes": [{"type": "FieldManagerConflict",
+    assert e.details == {"causes": [{"reason": "FieldManagerConflict",
                                      "message": 'conflict with "kubectl-scale" with subresource "scale" using apps/v1',
                                      "field": ".spec.replicas"}]}
     forced = FM.apply(scaled, dep(replicas=2), "kubectl", force=True, when=T2)

@@ -239,7 +239,7 @@ def _print_manager(ident: str) -> str:
 
 def conflict_error(conflicts: list[tuple[str, Path]]) -> apierrors.APIError:
     """kube's ``NewConflictError``: 409 Conflict, one FieldManagerConflict cause per field."""
-    causes = [{"type": "FieldManagerConflict", "message": f"conflict with {_print_manager(ident)}",
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {_print_manager(ident)}",
                "field": pathelement.display_path(path)} for ident, path in conflicts]
     if len(conflicts) == 1:
         ident, path = conflicts[0]
