@@ -115,6 +115,9 @@ class Chain:
     encryption_config: str = ""
     #: ``--authorization-mode`` of the gateway and core-api: RBAC, as a kubeadm cluster, or AlwaysAllow.
     authorization_mode: str = "RBAC"
+    #: The gateways' ``--anonymous-auth``: true (kube's default, as a kubeadm cluster) makes a request without
+    #: credentials system:anonymous, whom RBAC's bootstrap policy lets read health and version only.
+    anonymous_auth: bool = True
     #: Run core-api's controllers (namespace, serviceaccount, GC, ...); off is envtest's bare API server.
     controllers: bool = True
     #: kube's ``--runtime-config`` values for core-api (``authentication.k8s.io/v1beta1=true``, ``api/beta=true``).
@@ -271,7 +274,10 @@ class Chain:
                          *etcd, "--service-account-key-file", paths.sa_pub, *self.flowcontrol_flags,
                          *self._audit_args(i),
                          "--authorization-mode", self.authorization_mode, *members, *self._control_args(),
-                         *tracing])
+                         f"--anonymous-auth={str(self.anonymous_auth).lower()}",
+                         # as kubeadm: bootstrap tokens authenticate (the Secrets they and legacy
+                         # service account tokens are checked against may be encrypted at rest)
+                         "--enable-bootstrap-token-auth=true", *encryption, *tracing])
         self.write_kubeconfig()
         self.wait_ready(timeout)
 

@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--authorization-mode", default="RBAC", choices=("RBAC", "AlwaysAllow"),
                     help="RBAC (the default, as a kubeadm cluster: system:masters may do anything, everyone "
                          "else what their bindings grant) or AlwaysAllow (every user may do everything)")
+    up.add_argument("--anonymous-auth", default="true", choices=("true", "false"),
+                    help="requests without credentials are system:anonymous (default true, as kube: RBAC's "
+                         "bootstrap policy lets it read /healthz, /livez, /readyz and /version only); false: 401")
     up.add_argument("--tracing-config-file", default="",
                     help="kube's TracingConfiguration (apiserver.config.k8s.io: endpoint, samplingRatePerMillion) "
                          "for every service: spans over OTLP gRPC, one trace per request across the chain")
@@ -66,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
                   etcd_prefix=args.etcd_prefix, replicas=args.replicas,
                   encryption_config=args.encryption_provider_config, runtime_config=args.runtime_config,
                   authorization_mode=args.authorization_mode, tracing_config=args.tracing_config_file)
+    chain.anonymous_auth = args.anonymous_auth == "true"
     chain.flowcontrol_flags = ["--max-requests-inflight", str(args.max_requests_inflight),
                                "--max-mutating-requests-inflight", str(args.max_mutating_requests_inflight),
                                f"--enable-priority-and-fairness={args.enable_priority_and_fairness}"]

@@ -273,17 +273,28 @@ def test_admin_client_certificate_is_kubernetes_admin(gateway: GatewayProcess) -
     assert not any(k.lower().startswith("x-remote-extra-") for k, _ in doc["headers"])
 
 
-def test_unknown_token_and_no_credentials_are_refused_at_the_gateway(gateway: GatewayProcess,
-                                                                      echo: EchoServer) -> None:
-    for path, headers in (("/api/v1/anonymous-probe", list(SPOOFED_IDENTITY)),
-                          ("/api/v1/bad-token-probe", [("Authorization", "Bearer not-a-token")])):
-        status, resp_headers, body = gateway.call("GET", path, headers)
-        assert status == 401, body
-        assert resp_headers["Content-Type"].startswith("application/json")
-        doc = orjson.loads(body)
-        assert doc["kind"] == "Status" and doc["apiVersion"] == "v1"
-        assert doc["status"] == "Failure" and doc["reason"] == "Unauthorized" and doc["code"] == 401
-        assert path not in echo.state.seen_paths
+def test_unknown_token_is_refused_at_the_gateway(gateway: GatewayProcess, echo: EchoServer) -> None:
+    path = "/api/v1/bad-token-probe"
+    status, resp_headers, body = gateway.call("GET", path, [("Authorization", "Bearer not-a-token")])
+    assert status == 401, body
+    assert resp_headers["Content-Type"].startswith("application/json")
+    doc = orjson.loads(body)
+    assert doc["kind"] == "Status" and doc["apiVersion"] == "v1"
+    assert doc["status"] == "Failure" and doc["reason"] == "Unauthorized" and doc["code"] == 401
+    assert path not in echo.state.seen_paths
+
+
+def test_no_credentials_is_anonymous_and_spoofing_changes_nothing(gateway: GatewayProcess) -> None:
+    # kube-apiserver's defaults (--anonymous-auth=true, AlwaysAllow): a request without credentials
+    # is served as system:anonymous; the identity headers a client sends are still stripped.
+    status, _h, body = gateway.call("GET", "/api/v1/anonymous-probe", list(SPOOFED_IDENTITY))
+    assert status == 200, body
+    doc = received(body)
+    assert header_values(doc, "X-Remote-User") == ["system:anonymous"]
+    assert header_values(doc, "X-Remote-Group") == ["system:unauthenticated"]
+    values = [v for _k, v in doc["headers"]]
+    assert "evil" not in values and "system:masters" not in values and "everything" not in values
+    assert not any(k.lower().startswith("x-remote-extra-") for k, _ in doc["headers"])
 
 
 def test_bearer_token_itself_is_not_forwarded(gateway: GatewayProcess) -> None:

@@ -31,9 +31,13 @@ def test_group_resource_not_found_names_the_group(chain: ChainHandle) -> None:
     assert body["details"] == {"name": "nope", "group": "apps", "kind": "deployments"}
 
 
-def test_unauthenticated_requests_get_401_but_health_is_public(chain: ChainHandle) -> None:
+def test_unauthenticated_requests_are_anonymous_but_health_is_public(chain: ChainHandle) -> None:
+    # kube's --anonymous-auth default: system:anonymous, whom RBAC's bootstrap policy lets read
+    # version and health only (test_anonymous_auth.py has the rest).
     status, _h, body = chain.request("GET", "/api/v1/namespaces", auth=False)
-    assert status == 401 and json.loads(body)["reason"] == "Unauthorized"
+    assert status == 403 and json.loads(body)["message"] == (
+        'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" '
+        "at the cluster scope")
     assert chain.request("GET", "/healthz", auth=False)[0] == 200
     status, _h, body = chain.request("GET", "/version", auth=False)
     assert status == 200 and json.loads(body)["gitVersion"].startswith("v1.33.")
@@ -413,9 +417,10 @@ def test_failed_json_patch_test_is_worded_as_kube(chain: ChainHandle) -> None:
 
 
 def test_metrics_need_credentials_but_health_and_version_do_not(chain: ChainHandle) -> None:
-    # kube serves /metrics behind authentication and authorization (system:monitoring).
+    # kube serves /metrics behind authentication and authorization (system:monitoring): anonymous is a 403.
     status, _h, body = chain.request("GET", "/metrics", auth=False)
-    assert status == 401 and json.loads(body)["reason"] == "Unauthorized"
+    assert status == 403 and json.loads(body)["message"] == \
+        'forbidden: User "system:anonymous" cannot get path "/metrics"'
     assert chain.request("GET", "/metrics")[0] == 200
     for path in ("/healthz", "/livez", "/readyz", "/version", "/version/"):
         assert chain.request("GET", path, auth=False)[0] == 200, path

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,20 @@ from genericapi.server.tls import peer_identity
 
 from .tokenauth import BootstrapTokens, LegacyTokens
 
-__all__ = ["Authenticator", "UserInfo", "load_token_file"]
+__all__ = ["Authenticator", "UserInfo", "bearer_token", "load_token_file"]
+
+
+def bearer_token(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The token of the first ``Authorization`` header, read as kube's bearertoken authenticator
+    reads it ("": none, the request presents no token): trimmed, split on single spaces, the
+    scheme ``bearer`` in any case, the token the second field (``Bearer  x``'s is empty)."""
+    for key, value in headers:
+        if key == b"authorization":
+            parts = value.decode("latin-1").strip().split(" ", 2)
+            if len(parts) < 2 or parts[0].lower() != "bearer":
+                return ""
+            return parts[1]
+    return ""
 
 
 def load_token_file(path: str) -> dict[str, UserInfo]:
@@ -109,13 +122,9 @@ class Authenticator:
         if identity is not None and identity[0]:
             cn, orgs = identity
             return UserInfo(cn, (*orgs, "system:authenticated"))
-        for k, v in scope.get("headers", ()):
-            if k == b"authorization":
-                text = v.decode("latin-1")
-                if text[:7].lower() == "bearer ":
-                    token = text[7:].strip()
-                    if token:
-                        return self.authenticate_token(token)
+        token = bearer_token(scope.get("headers", ()))
+        if token:
+            return self.authenticate_token(token)
         return ANONYMOUS_USER if self.anonymous else None
 
     def authenticate_token(self, token: str) -> UserInfo | None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.authorization import Attributes, Authorizer, Decision, forbidden
 from genericapi.apimachinery.requestinfo import RequestInfo, RequestInfoError, parse_request_info
-from genericapi.apimachinery.user import ANONYMOUS_USER, UserInfo
+from genericapi.apimachinery.user import UserInfo
 from genericapi.server import metrics
 from genericapi.server.tracing import ServerSpans, Tracing, trust_privileged
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -31,9 +31,9 @@ from .auth import Authenticator
 if TYPE_CHECKING:
     from .audit.filter import Auditor
 
-#: Paths every client may read, without credentials and without an authorization check: kube's
-#: bootstrap policy grants them to everyone (system:public-info-viewer), and they must answer
-#: before the authorizer's caches have synced.
+#: Paths every authenticated client (system:anonymous too) may read without an authorization check:
+#: kube's bootstrap policy grants them to system:authenticated and system:unauthenticated
+#: (system:public-info-viewer), and they must answer before the authorizer's caches have synced.
 PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 
 REQUEST_INFO = "kubechain.request_info"
@@ -84,9 +84,11 @@ class WithRequestInfo:
 
 
 class WithAuthentication:
-    """kube's WithAuthentication: credentials that do not authenticate are a 401 everywhere (a bad
-    bearer token on ``/version`` too); a request with none is anonymous where anonymous access
-    is allowed, else a 401."""
+    """kube's WithAuthentication: a request the authenticator gives no user is a 401 on every
+    path. That is a credential that does not authenticate (a bad bearer token on ``/version``
+    too), and with ``--anonymous-auth=false`` a request without credentials, health and version
+    included (kube has no exception for them: its probes then need credentials). With anonymous
+    authentication (the default) such a request is ``system:anonymous``, left to the authorizer."""
 
     def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
         self.app = app
@@ -99,18 +101,12 @@ class WithAuthentication:
         started = time.perf_counter()
         user = self.authenticator.authenticate(scope)
         if user is None:
-            if _has_credentials(scope) or not is_public(scope["path"]):
-                metrics.record_authentication("failure", time.perf_counter() - started)
-                await send_status(send, apierrors.unauthorized())
-                return
-            user = ANONYMOUS_USER
+            metrics.record_authentication("failure", time.perf_counter() - started)
+            await send_status(send, apierrors.unauthorized())
+            return
         metrics.record_authentication("success", time.perf_counter() - started, user.name)
         scope[USER] = user
         await self.app(scope, receive, send)
-
-
-def _has_credentials(scope: Scope) -> bool:
-    return any(k == b"authorization" for k, _ in scope["headers"])
 
 
 class WithImpersonation:

@@ -20,6 +20,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from genericapi.apimachinery import goflag
 from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.authorization import Authorizer
 from genericapi.apimachinery.requestinfo import RequestInfo
@@ -63,6 +64,8 @@ from .faults import FaultInjector
 from .flowcontrol.wiring import PriorityAndFairness, add_flowcontrol_flags, validate_flags
 from .metricsmerge import GatewayMetrics
 from .routing import RoutingTable
+from .secrets import SecretView
+from .secrets import attach as attach_secrets
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,13 @@ class GatewayConfig:
     members: list[list[str]] = field(default_factory=list)
     token_auth_file: str = ""
     authorization_mode: str = "AlwaysAllow"
+    #: ``--anonymous-auth`` (kube's default true): no credentials is system:anonymous, else a 401.
+    anonymous_auth: bool = True
+    #: ``--enable-bootstrap-token-auth`` (kube's default false; kubeadm turns it on).
+    enable_bootstrap_token_auth: bool = False
+    #: ``--encryption-provider-config``: how Secrets are encrypted at rest, for the token
+    #: authenticators that read them ("": stored plain).
+    encryption_provider_config: str = ""
     #: ``--service-account-key-file``: public keys of service account tokens ("" accepts none).
     service_account_key_file: str = ""
     service_account_issuer: str = satoken.DEFAULT_ISSUER
@@ -352,6 +362,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--member", action="append", default=[],
                         help="a chain member, in order (core-api first); comma-separate replicas")
     parser.add_argument("--token-auth-file", default="")
+    parser.add_argument("--anonymous-auth", type=goflag.parse_bool, nargs="?", const=True, default=True,
+                        help="requests without credentials are system:anonymous in system:unauthenticated, "
+                             "then authorized like any other (default true, as kube); false: a 401")
+    parser.add_argument("--enable-bootstrap-token-auth", type=goflag.parse_bool, nargs="?", const=True, default=False,
+                        help="bootstrap tokens (kube-system/bootstrap-token-<id> Secrets) authenticate "
+                             "(needs --etcd-servers)")
+    parser.add_argument("--encryption-provider-config", default="",
+                        help="kube's EncryptionConfiguration the chain stores Secrets with (the token "
+                             "authenticators read them)")
     add_identity_flags(parser)  # RBAC and the service account token checks need --etcd-servers
     parser.add_argument("--service-account-key-file", default="",
                         help="PEM public keys that verify service account tokens (needs --etcd-servers: the "
@@ -391,6 +410,9 @@ def main(argv: list[str] | None = None) -> None:
     config.tracing_config_file = args.tracing_config_file
     check_tracing_file(args.tracing_config_file)
     config.authorization_mode = args.authorization_mode
+    config.anonymous_auth = args.anonymous_auth
+    config.enable_bootstrap_token_auth = args.enable_bootstrap_token_auth
+    config.encryption_provider_config = args.encryption_provider_config
     config.service_account_key_file = args.service_account_key_file
     config.service_account_issuer = args.service_account_issuer
     config.api_audiences = api_audiences(args)
@@ -406,7 +428,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     any_tls = any(u.startswith("https") for m in config.members for u in m)
     backend_ssl = client_ssl_context(paths.ca, *paths.pair("front-proxy-client")) if any_tls else None
     tracing = load_tracing(config.tracing_config_file, "aggregator")
-    gateway = Gateway(config, Authenticator(load_token_file(config.token_auth_file)), backend_ssl, tracing)
+    authenticator = Authenticator(load_token_file(config.token_auth_file), anonymous=config.anonymous_auth)
+    gateway = Gateway(config, authenticator, backend_ssl, tracing)
     if config.member_grpc:
         tcp = any(not a.startswith("unix:") for m in config.member_grpc for a in m.addresses)
         credentials = await client_credentials(paths.ca, *paths.pair("front-proxy-client")) if tcp else None
@@ -447,18 +470,27 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             raise SystemExit("--authorization-mode=RBAC needs --etcd-servers (roles and bindings are read there)")
         rbac = RBACView(gateway.apiservices.server.etcd, config.etcd_prefix)
         gateway.authorizer = rbac.authorizer()
-        rbac_view = rbac
-
-        async def rbac_synced() -> bool:
-            return rbac_view.ready
-
-        health.add("informer-sync", rbac_synced, liveness=False)
     accounts = None
     if config.service_account_key_file and gateway.apiservices is not None:
         accounts = ServiceAccountView(gateway.apiservices.server.etcd, config.etcd_prefix)
         gateway.authenticator.service_accounts = ServiceAccountTokens(
             load_public_keys(config.service_account_key_file), [config.service_account_issuer],
             config.api_audiences or [config.service_account_issuer], accounts.uid)
+    if config.enable_bootstrap_token_auth and gateway.apiservices is None:
+        raise SystemExit("--enable-bootstrap-token-auth needs --etcd-servers (the tokens are Secrets there)")
+    secret_view = None
+    if gateway.apiservices is not None and (accounts is not None or config.enable_bootstrap_token_auth):
+        # Legacy service account tokens (always, as kube-apiserver with --service-account-key-file)
+        # and bootstrap tokens are checked against their Secrets.
+        secret_view = SecretView(gateway.apiservices.server.etcd, config.etcd_prefix,
+                                 config.encryption_provider_config)
+        attach_secrets(gateway.authenticator, secret_view, bootstrap=config.enable_bootstrap_token_auth)
+    informers = [view for view in (rbac, accounts, secret_view) if view is not None]
+    if informers:
+        async def informers_synced() -> bool:  # kube's informer-sync readiness check
+            return all(view.ready for view in informers)
+
+        health.add("informer-sync", informers_synced, liveness=False)
 
     flow_control = None
     if config.enable_priority_and_fairness:  # each gateway replica enforces its own limits, as each kube-apiserver
@@ -483,6 +515,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
                 hook.finish()
         if accounts is not None:
             await accounts.start()
+        if secret_view is not None:
+            await secret_view.start()
         if rbac is not None:
             await rbac.start()
         if flow_control is not None:
@@ -496,6 +530,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             await audit.stop()
         if accounts is not None:
             await accounts.stop()
+        if secret_view is not None:
+            await secret_view.stop()
         if rbac is not None:
             await rbac.stop()
         if flow_control is not None:
