@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import yaml
 
-from genericapi.apimachinery import errors
+from genericapi.apimachinery import deepjson, errors
 from genericapi.apimachinery.go_json_errors import go_syntax_error
 
 _FIND_KIND_TYPE = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
@@ -108,33 +108,46 @@ class _DuplicateTracker:
 
 
 def _duplicate_paths(value: Any, repeated: dict[int, list[str]], path: str, out: list[str]) -> None:
-    if isinstance(value, dict):
-        dupes = repeated.get(id(value), ())
-        for key, child in value.items():
-            child_path = f"{path}.{key}" if path else key
-            if key in dupes:
-                out.append(child_path)
-            _duplicate_paths(child, repeated, child_path, out)
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            _duplicate_paths(child, repeated, f"{path}[{index}]", out)
+    """Every repeated key's path, depth first in document order (iterative: any depth)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, at = stack.pop()
+        children: list[tuple[Any, str]] = []
+        if isinstance(node, dict):
+            dupes = repeated.get(id(node), ())
+            for key, child in node.items():
+                child_path = f"{at}.{key}" if at else key
+                if key in dupes:
+                    children.append((_DUPLICATE, child_path))
+                children.append((child, child_path))
+        elif isinstance(node, list):
+            children = [(child, f"{at}[{index}]") for index, child in enumerate(node)]
+        elif node is _DUPLICATE:
+            out.append(at)
+        stack.extend(reversed(children))
+
+
+_DUPLICATE = object()  # marks a repeated key's place in _duplicate_paths' walk
 
 
 def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, list[str]]:
     try:
         value = orjson.loads(body)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as err:
         too_deep = _too_deep(body)
         if too_deep is not None:
             raise _decode_failure(f"couldn't get version/kind; json parse error: {too_deep}", body, kind) from None
-        # Invalid UTF-8 or huge integers are fine for Go; anything else is a real syntax error,
-        # worded as Go's decoder words it (the slow scanner runs only on this path).
-        syntax = go_syntax_error(body)
-        if syntax is not None:
-            raise _decode_failure(f"couldn't get version/kind; json parse error: {syntax}", body, kind) from None
+        if "depth" not in str(err):  # deeper than orjson parses (1,024), within Go's 10,000: parsed below
+            # Invalid UTF-8 or huge integers are fine for Go; anything else is a real syntax error,
+            # worded as Go's decoder words it (the slow scanner runs only on this path).
+            syntax = go_syntax_error(body)
+            if syntax is not None:
+                raise _decode_failure(f"couldn't get version/kind; json parse error: {syntax}", body,
+                                      kind) from None
     else:
         if not detect_duplicates:
             return value, []
+    # The standard library's parser recurses once per level: importing deepjson allowed MAX_DEPTH.
     tracker = _DuplicateTracker()
     text = body.decode("utf-8", "replace")
     paths: list[str] = []
@@ -143,7 +156,8 @@ def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, 
         if detect_duplicates and tracker.repeated:
             _duplicate_paths(value, tracker.repeated, "", paths)
     except RecursionError:
-        # Deeper than this slower parse can go (Python's recursion limit, some 900 levels).
+        # Deeper than the interpreter's recursion limit allows (lowered since deepjson raised
+        # it): the depth error rather than a 500.
         message = _too_deep(body, 0) or "exceeded max depth"
         raise _decode_failure(f"couldn't get version/kind; json parse error: {message}", body, kind) from None
     if "\\u" in text and _has_surrogate(value):
@@ -151,9 +165,8 @@ def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, 
     return value, [f'duplicate field "{p}"' for p in paths]
 
 
-#: Nesting kubechain decodes (orjson's limit); kube's decoder allows 10,000 levels, so bodies
-#: between the two are refused here where kube would accept them (none seen in practice).
-MAX_JSON_DEPTH = 1000
+#: Nesting kube's decoder allows (Go's encoding/json maxNestingDepth); one level more is a 400.
+MAX_JSON_DEPTH = deepjson.MAX_DEPTH
 
 
 def _too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> str | None:

@@ -1,0 +1,163 @@
+"""JSON as deep as kube-apiserver takes it: 10,000 levels (Go's ``maxNestingDepth``).
+
+orjson is the fast path everywhere, but it refuses to parse past 1,024 levels and to serialize
+past 254. kube's decoder accepts 10,000 levels, so a custom resource that preserves unknown
+fields may hold (and be returned, watched, patched with) objects that deep. ``loads`` and
+``dumps`` try orjson first and, only when nesting is what stopped it, fall back to the standard
+library's codec with orjson's semantics (no NaN or infinities, integers past 64 bits read as
+floats, invalid UTF-8 refused) and output format.
+
+Walking such values recursively (the codec, pruning, patches, managedFields) needs a recursion
+limit of a few frames per level, and a recursion limit is only safe when the C stack behind it is
+large enough for Python -> C -> Python recursion to hit ``RecursionError`` before it overflows
+(measured with CPython 3.11: ~1.6 KiB per round trip, so 50,000 frames need ~40 MiB). Importing
+this module (every service imports it through the decoder, before it starts a thread) therefore
+sets, once per process: the recursion limit ``RECURSION_LIMIT``, the main thread's stack rlimit
+(where the event loop and every request runs) and the stack size of threads started afterwards.
+Bodies deeper than 10,000 levels are refused before any of this, with Go's scanner error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import sys
+import threading
+from typing import Any
+
+import orjson
+
+#: Go's encoding/json ``maxNestingDepth`` (sigs.k8s.io/json and so kube-apiserver share it).
+MAX_DEPTH = 10_000
+#: Python frames allowed: five per level of a ``MAX_DEPTH`` value (a walker and what it calls back through).
+RECURSION_LIMIT = 5 * MAX_DEPTH
+#: The main thread's stack may grow to this (Linux keeps at least 128 MiB free below it at exec).
+STACK_BYTES = 120 * 1024 * 1024
+#: Stack of each thread started after ``allow_deep_recursion`` (virtual: only touched pages cost memory).
+THREAD_STACK_BYTES = 128 * 1024 * 1024
+
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+
+
+def allow_deep_recursion() -> None:
+    """Let this process walk values nested ``MAX_DEPTH`` deep: a recursion limit that allows it
+    and C stacks that back it (without them deep C recursion would overflow the default 8 MiB stack,
+    a segfault, instead of raising RecursionError). Idempotent; never lowers a larger setting."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    wanted = STACK_BYTES if hard == resource.RLIM_INFINITY else min(STACK_BYTES, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_STACK, (wanted, hard))
+    if threading.stack_size() < THREAD_STACK_BYTES:
+        threading.stack_size(THREAD_STACK_BYTES)
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
+
+def depth_error(data: bytes, limit: int = MAX_DEPTH) -> str | None:
+    """Go's scanner error for a document nested deeper than ``limit`` (the bracket that goes one
+    level too deep), else None. An iterative scan of the bytes: safe for any input."""
+    depth = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return f"invalid character '{chr(byte)}' exceeded max depth"
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"unexpected character, expected a JSON value: {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("number is infinity when parsed as double")
+    return value
+
+
+def _int_as_orjson(text: str) -> int | float:
+    value = int(text)
+    return value if _INT64_MIN <= value <= _UINT64_MAX else _finite_float(text)
+
+
+def _stdlib_loads(raw: bytes) -> Any:
+    """The standard library's parser with orjson's semantics (its errors as orjson.JSONDecodeError)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise orjson.JSONDecodeError(f"str is not valid UTF-8: {err.reason}", "", err.start) from None
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float,
+                          parse_int=_int_as_orjson)
+    except json.JSONDecodeError as err:
+        raise orjson.JSONDecodeError(err.msg, err.doc, err.pos) from None
+    except ValueError as err:
+        raise orjson.JSONDecodeError(str(err), text, 0) from None
+
+
+def loads(data: bytes | str, max_depth: int | None = None) -> Any:
+    """orjson.loads, or the standard library's parser for documents deeper than orjson goes.
+
+    ``max_depth`` (``MAX_DEPTH`` for request bodies, as kube's decoder) refuses deeper documents with
+    Go's scanner message as orjson.JSONDecodeError. Without it (what kubechain itself stored or
+    sent, e.g. a 10,000-level object plus the managedFields entry that records it) any depth parses.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        if "depth" not in str(err):
+            raise
+    raw = data.encode() if isinstance(data, str) else data
+    too_deep = depth_error(raw, max_depth) if max_depth is not None else None
+    if too_deep is not None:
+        raise orjson.JSONDecodeError(too_deep, raw.decode("utf-8", "replace"), 0)
+    return _stdlib_loads(raw)
+
+
+def _too_deep(err: Exception) -> bool:
+    return "Recursion limit" in str(err)
+
+
+def dumps(obj: Any, option: int = 0) -> bytes:
+    """orjson.dumps, or the standard library's encoder, in orjson's format (compact or
+    ``OPT_INDENT_2``, ``OPT_SORT_KEYS``, ``OPT_APPEND_NEWLINE``), for values deeper than orjson
+    serializes (254 levels). Values orjson refuses for other reasons are refused the same way."""
+    try:
+        return orjson.dumps(obj, option=option)
+    except orjson.JSONEncodeError as err:
+        if not _too_deep(err):
+            raise
+    return _stdlib_dumps(obj, option)
+
+
+def _stdlib_dumps(obj: Any, option: int) -> bytes:
+    """The standard library's encoder writing orjson's bytes for the options kubechain uses."""
+    indent = 2 if option & orjson.OPT_INDENT_2 else None
+    try:
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, sort_keys=bool(option & orjson.OPT_SORT_KEYS),
+                          indent=indent, separators=(",", ": ") if indent else (",", ":"))
+    except (TypeError, ValueError) as err:
+        raise orjson.JSONEncodeError(str(err)) from None
+    if option & orjson.OPT_APPEND_NEWLINE:
+        text += "\n"
+    try:
+        return text.encode()
+    except UnicodeEncodeError as err:  # a lone surrogate: orjson refuses it too
+        raise orjson.JSONEncodeError(f"str is not valid UTF-8: {err.reason}") from None
+
+
+allow_deep_recursion()
