@@ -47,8 +47,14 @@ def forbidden(message: str) -> dict[str, Any]:
 
 
 def test_anonymous_reads_version_and_health_only(chain: ChainHandle) -> None:
-    for path in ("/version", "/healthz", "/livez", "/readyz"):
+    for path in ("/version", "/version/", "/healthz", "/livez", "/readyz", "/readyz?verbose"):
         assert anonymous(chain, path)[0] == 200, path
+    # system:public-info-viewer names exact URLs: a named check or another trailing slash is not one.
+    for path in ("/readyz/etcd", "/livez/ping", "/healthz/", "/readyz/no-such-check"):
+        refused = forbidden(f'forbidden: User "system:anonymous" cannot get path "{path}"')
+        assert anonymous(chain, path) == (403, refused), path
+    for path, code in (("/readyz/etcd", 200), ("/livez/ping", 200), ("/readyz/no-such-check", 404)):
+        assert chain.request("GET", path)[0] == code, path  # the admin (system:masters) may
     assert anonymous(chain, "/api") == (403, forbidden('forbidden: User "system:anonymous" cannot get path "/api"'))
     assert anonymous(chain, "/apis")[0] == 403
     assert anonymous(chain, "/metrics") == (403, forbidden(

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
     from .audit.filter import Auditor
 
 #: Paths every authenticated client (system:anonymous too) may read without an authorization check:
-#: kube's bootstrap policy grants them to system:authenticated and system:unauthenticated
-#: (system:public-info-viewer), and they must answer before the authorizer's caches have synced.
-PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
+#: exactly the URLs of kube's system:public-info-viewer, which its bootstrap policy binds to
+#: system:authenticated and system:unauthenticated, and they must answer before the authorizer's
+#: caches have synced. Anything else is asked, named health checks (``/readyz/etcd``) and
+#: ``/healthz/`` too: on kube only system:masters (or a binding for them) may read those.
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
 REQUEST_INFO = "kubechain.request_info"
 USER = "kubechain.user"
@@ -53,9 +55,8 @@ def user_of(scope: Scope) -> UserInfo | None:
 
 
 def is_public(path: str) -> bool:
-    """A path of PUBLIC_PATHS, or one named health check (``/readyz/etcd``)."""
-    path = path.rstrip("/")
-    return path in PUBLIC_PATHS or path.startswith(("/healthz/", "/livez/", "/readyz/"))
+    """One of PUBLIC_PATHS, as kube's RBAC matches a non-resource URL: exactly."""
+    return path in PUBLIC_PATHS
 
 
 async def send_status(send: Send, err: apierrors.APIError) -> None:
