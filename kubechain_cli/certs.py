@@ -5,7 +5,10 @@ containers or pods needs them made once, before any service starts, and shared. 
 
 - creates whatever is missing in ``--dir`` (CA, gateway and backend serving certificates with the
   extra ``--san`` names the links are reached by, the gateway's proxy client certificate, the admin
-  client certificate); existing files are kept, so a second start changes nothing;
+  client certificate, etcd's CA, serving/peer and API client certificates, the service-account
+  signing key pair); existing files are kept, so a second start changes nothing;
+- optionally (``--encryption-config PATH``) an EncryptionConfiguration encrypting Secrets with a
+  fresh aescbc key, made once and kept (what ``kubechain up`` makes in its data dir);
 - optionally hands the files to the services' user (``--owner UID:GID``, compose volumes);
 - optionally writes an admin kubeconfig (``--kubeconfig PATH --server URL``), owned by whoever owns
   the folder it is written to (a host folder mounted into the container);
@@ -32,10 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from genericapi.server import encryptionconfig
 from genericapi.server.certs import CertPaths, ensure_certificates
 
 #: The credential pairs ensure_certificates issues (``<name>.crt`` / ``<name>.key``).
-PAIRS = ("apiserver", "backend", "front-proxy-client", "admin")
+PAIRS = ("apiserver", "backend", "front-proxy-client", "admin", "etcd-server", "apiserver-etcd-client")
+#: The encryption at rest configuration file kept with the credentials (``--encryption-config``).
+ENCRYPTION_CONFIG = "encryption-config.yaml"
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
@@ -58,8 +64,9 @@ def kubeconfig_text(server: str, paths: CertPaths) -> str:
 
 def secret_files(paths: CertPaths) -> dict[str, list[str]]:
     """File names per Secret suffix: the CA pair apart from what the services mount."""
-    services = ["ca.crt", *(f"{n}.{ext}" for n in PAIRS for ext in ("crt", "key"))]
-    return {"ca": ["ca.crt", "ca.key"], "pki": services}
+    services = ["ca.crt", "etcd-ca.crt", *(f"{n}.{ext}" for n in PAIRS for ext in ("crt", "key")),
+                "sa.key", "sa.pub", ENCRYPTION_CONFIG]
+    return {"ca": ["ca.crt", "ca.key", "etcd-ca.crt", "etcd-ca.key"], "pki": services}
 
 
 @dataclass
@@ -133,6 +140,7 @@ def sync_secrets(store: SecretStore, prefix: str, directory: Path, sans: Sequenc
                 (directory / file_name).write_bytes(content)
                 os.chmod(directory / file_name, 0o600 if file_name.endswith(".key") else 0o644)
     paths = ensure_certificates(directory, sans)
+    encryptionconfig.write_default(directory / ENCRYPTION_CONFIG)
     labels = {"app.kubernetes.io/name": "kubechain", "app.kubernetes.io/component": "certificates"}
     created = []
     for suffix, names in secret_files(paths).items():
@@ -176,6 +184,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--server", default="https://127.0.0.1:6443", help="the API URL the kubeconfig names")
     parser.add_argument("--secrets-namespace", default="", help="keep the credentials in Secrets of this namespace")
     parser.add_argument("--secret-prefix", default="kubechain", help="name prefix of those Secrets")
+    parser.add_argument("--encryption-config", type=Path, default=None,
+                        help="write an EncryptionConfiguration encrypting Secrets with a new aescbc key here "
+                             "(kept when it exists)")
     args = parser.parse_args(argv)
     sans = [s for value in args.san for s in value.split(",") if s.strip()]
     if args.secrets_namespace:
@@ -189,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     had_ca = (args.dir / "ca.crt").exists()
     paths = ensure_certificates(args.dir, sans)
+    if args.encryption_config is not None:
+        encryptionconfig.write_default(args.encryption_config)
     if args.owner is not None:
         for entry in [args.dir, *args.dir.iterdir()]:
             os.chown(entry, *args.owner)

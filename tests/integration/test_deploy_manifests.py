@@ -71,16 +71,29 @@ def test_overlay_topology(overlay: str) -> None:
     docs = render(REPO / "deploy" / "overlays" / overlay)
     members = OVERLAYS[overlay]
     replicas = 1 if overlay == "dev" else 2
-    settings = next(iter(by_kind(docs, "ConfigMap").values()))["data"]
+    # kustomize's generated name (kubechain-settings-<hash>); the audit policy is a ConfigMap too
+    settings_name = next(n for n in by_kind(docs, "ConfigMap") if n.startswith("kubechain-settings"))
+    settings = by_kind(docs, "ConfigMap")[settings_name]["data"]
 
     etcd = by_kind(docs, "StatefulSet")["kubechain-etcd"]
     assert etcd["spec"]["replicas"] == members
     assert etcd["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"] == ["ReadWriteOnce"]
-    expected_cluster = ",".join(f"kubechain-etcd-{i}=http://kubechain-etcd-{i}.kubechain-etcd:2380"
+    expected_cluster = ",".join(f"kubechain-etcd-{i}=https://kubechain-etcd-{i}.kubechain-etcd:2380"
                                 for i in range(members))
     assert settings["ETCD_INITIAL_CLUSTER"] == expected_cluster
-    assert settings["ETCD_SERVERS"] == ",".join(f"http://kubechain-etcd-{i}.kubechain-etcd:2379"
+    assert settings["ETCD_SERVERS"] == ",".join(f"https://kubechain-etcd-{i}.kubechain-etcd:2379"
                                                 for i in range(members))
+    # etcd serves clients and peers over TLS and trusts only its own CA's certificates (kubeadm's layout).
+    etcd_pod = etcd["spec"]["template"]["spec"]
+    etcd_args = args_of(etcd_pod["containers"][0])
+    pki = "/var/lib/kubechain/pki"
+    for url_flag in ("--listen-client-urls", "--advertise-client-urls", "--listen-peer-urls",
+                     "--initial-advertise-peer-urls"):
+        assert etcd_args[url_flag][0].startswith("https://"), url_flag
+    assert etcd_args["--trusted-ca-file"] == etcd_args["--peer-trusted-ca-file"] == [f"{pki}/etcd-ca.crt"]
+    assert etcd_args["--cert-file"] == etcd_args["--peer-cert-file"] == [f"{pki}/etcd-server.crt"]
+    assert {"--client-cert-auth", "--peer-client-cert-auth"} <= set(etcd_pod["containers"][0]["command"])
+    assert {v["name"]: v for v in etcd_pod["volumes"]}["pki"]["secret"]["secretName"] == "kubechain-pki"
     headless = by_kind(docs, "Service")["kubechain-etcd"]
     assert headless["spec"]["clusterIP"] == "None" and etcd["spec"]["serviceName"] == "kubechain-etcd"
     if overlay == "ha":
@@ -99,8 +112,22 @@ def test_overlay_topology(overlay: str) -> None:
         assert container["resources"]["requests"]["cpu"] and container["resources"]["requests"]["memory"], name
         volumes = {v["name"]: v for v in spec["volumes"]}
         assert volumes["pki"]["secret"]["secretName"] == "kubechain-pki"
+        # Every service reaches etcd with the etcd CA's client certificate and reads encrypted Secrets.
+        flags = args_of(container)
+        assert flags["--etcd-cafile"] == [f"{pki}/etcd-ca.crt"], name
+        assert flags["--etcd-certfile"] == [f"{pki}/apiserver-etcd-client.crt"], name
+        assert flags["--etcd-keyfile"] == [f"{pki}/apiserver-etcd-client.key"], name
+        assert flags["--encryption-provider-config"] == [f"{pki}/encryption-config.yaml"], name
         env = {e["name"]: e for e in container.get("env", [])}
-        assert env["ETCD_SERVERS"]["valueFrom"]["configMapKeyRef"]["name"] == next(iter(by_kind(docs, "ConfigMap")))
+        assert env["ETCD_SERVERS"]["valueFrom"]["configMapKeyRef"]["name"] == settings_name
+
+    # RBAC as kubeadm: core-api signs service account tokens with sa.key, the gateway checks them with sa.pub.
+    core_flags = args_of(deployments["kubechain-core-api"]["spec"]["template"]["spec"]["containers"][0])
+    gateway_flags = args_of(deployments["kubechain-gateway"]["spec"]["template"]["spec"]["containers"][0])
+    assert core_flags["--authorization-mode"] == gateway_flags["--authorization-mode"] == ["RBAC"]
+    assert core_flags["--service-account-signing-key-file"] == [f"{pki}/sa.key"]
+    assert gateway_flags["--service-account-key-file"] == [f"{pki}/sa.pub"]
+    assert gateway_flags["--enable-bootstrap-token-auth"] == ["true"]
 
     budgets = by_kind(docs, "PodDisruptionBudget")
     assert budgets.keys() == {"kubechain-etcd", "kubechain-core-api", "kubechain-extensions-api", "kubechain-gateway"}
@@ -116,6 +143,9 @@ def test_overlay_topology(overlay: str) -> None:
     core = args_of(deployments["kubechain-core-api"]["spec"]["template"]["spec"]["containers"][0])
     hosts |= {u.split("//")[1].split(":")[0] for u in core["--delegate-url"]}
     assert hosts and hosts <= sans, hosts - sans
+    # etcd's certificate names every member as the others and the services dial it.
+    etcd_hosts = {u.split("//")[1].split(":")[0] for u in settings["ETCD_SERVERS"].split(",")}
+    assert len(etcd_hosts) == members and etcd_hosts <= sans, etcd_hosts - sans
     services = by_kind(docs, "Service")
     assert {"kubechain", "kubechain-core-api", "kubechain-extensions-api"} <= services.keys()
     assert hosts <= services.keys()
@@ -184,8 +214,14 @@ def test_certificate_job_keeps_credentials_in_secrets(chain: ChainHandle, tmp_pa
     assert sorted(created) == ["kc-ca", "kc-kubeconfig", "kc-pki"]
     pki, ca = store.get("kc-pki"), store.get("kc-ca")
     assert pki is not None and ca is not None
-    assert "ca.key" not in pki and set(ca) == {"ca.crt", "ca.key"}
-    assert {"apiserver.crt", "backend.key", "front-proxy-client.crt", "admin.key"} <= set(pki)
+    # The CA keys (the API's and etcd's) only in the CA Secret, read by the Job alone.
+    assert set(ca) == {"ca.crt", "ca.key", "etcd-ca.crt", "etcd-ca.key"}
+    assert "ca.key" not in pki and "etcd-ca.key" not in pki
+    assert {"apiserver.crt", "backend.key", "front-proxy-client.crt", "admin.key", "etcd-ca.crt", "etcd-server.crt",
+            "etcd-server.key", "apiserver-etcd-client.crt", "apiserver-etcd-client.key", "sa.key", "sa.pub"} <= set(pki)
+    encryption = yaml.safe_load(pki["encryption-config.yaml"])
+    assert encryption["kind"] == "EncryptionConfiguration"
+    assert [next(iter(p)) for p in encryption["resources"][0]["providers"]] == ["aescbc", "identity"]
     from cryptography import x509
 
     names = x509.load_pem_x509_certificate(pki["backend.crt"]).extensions.get_extension_for_class(
