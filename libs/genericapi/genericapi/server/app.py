@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import gctuning
+from .corking import CorkedHttpToolsProtocol
 from .health import HealthChecks, respond
 from .version import version_info
 
@@ -126,7 +127,7 @@ class _Server(uvicorn.Server):
 
 async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
                 ssl_options: dict[str, Any] | None = None, shutdown_delay: float = 1.0,
-                http_protocol: Any = "httptools",
+                http_protocol: Any = CorkedHttpToolsProtocol,
                 before_exit: Hook | None = None, graceful_timeout: float = 10.0) -> None:
     """Run until SIGTERM/SIGINT: readyz turns false, a short delay, then stop accepting,
     let in-flight requests finish (bounded), end watches, exit (kube-apiserver's order)."""

@@ -9,10 +9,10 @@ import asyncio
 from collections.abc import MutableMapping
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from .corking import CorkedHttpToolsProtocol
 
 
-class ClientCertProtocol(HttpToolsProtocol):
+class ClientCertProtocol(CorkedHttpToolsProtocol):
     _peer: dict[str, Any] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
