@@ -10,6 +10,7 @@ from genericapi.apimachinery.fieldmanager.schema import SchemaResolver, TypeNode
 from genericapi.apimachinery.fieldmanager.typed import (
     MISSING,
     TypedError,
+    changed,
     compare,
     merge,
     remove_items,
@@ -210,3 +211,59 @@ def test_embedded_resources_are_typed_as_kube_types_them() -> None:
     validate_applied({"colour": "red", "metadata": {"name": "x"}}, items)
     with pytest.raises(TypedError, match=r"^\.metadata\.labelz: field not declared in schema$"):
         validate_applied({"metadata": {"labelz": {}}}, items)
+
+
+def _mutations(value: Any, rnd: Any) -> Any:
+    """A random variant of ``value``: keys dropped, values replaced, list items repeated,
+    dropped or reordered, nulls and empty values, type changes."""
+    choices = [None, {}, [], 0, 1, "s", True, {"q": 1}, [1, 2], [{"name": "A"}]]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            roll = rnd.random()
+            if roll < 0.1:
+                continue
+            out[k] = rnd.choice(choices) if roll < 0.2 else _mutations(v, rnd) if roll < 0.7 else v
+        if rnd.random() < 0.15:
+            out[rnd.choice(["new", "name", "image"])] = rnd.choice(choices)
+        return out
+    if isinstance(value, list):
+        items = [_mutations(x, rnd) if rnd.random() < 0.5 else x for x in value]
+        roll = rnd.random()
+        if roll < 0.1 and items:
+            items.append(items[0])
+        elif roll < 0.2 and items:
+            items.pop(rnd.randrange(len(items)))
+        elif roll < 0.3:
+            items.reverse()
+        return items
+    return rnd.choice(choices) if rnd.random() < 0.3 else value
+
+
+def test_changed_is_added_and_modified_of_compare() -> None:
+    """``changed`` (the create fast path) is exactly what ``compare`` reports added or modified."""
+    import random
+
+    rnd = random.Random(20261127)
+    dep = deployment([{"name": "web", "image": "nginx", "args": ["a"], "ports": [{"containerPort": 80}],
+                       "env": [{"name": "A", "value": "1"}, {"name": "B"}]}], replicas=1)
+    svc = {"spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}],
+                    "selector": {"a": "b"}}}
+    crd = {"metadata": {"finalizers": ["x"]}, "spec": {"hosts": ["a"], "routes": [{"path": "/"}], "tags": {"k": "v"},
+                                                       "opaque": {"deep": {"x": [1]}}, "plain": ["a"]}}
+    cases = [(dep, DEPLOYMENT), (svc, SERVICE), (crd, RESOLVER.root(CRD_SCHEMA)), (crd, RESOLVER.root(None))]
+    checked = 0
+    for _ in range(400):
+        obj, node = rnd.choice(cases)
+        a = _mutations(obj, rnd)
+        b = _mutations(a, rnd)
+        for lhs, rhs in ((a, b), (b, a), (MISSING, b), (a, MISSING), (a, a), (None, b), ({"metadata": {}}, b)):
+            try:
+                cmp = compare(lhs, rhs, node)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    changed(lhs, rhs, node)
+                continue
+            assert changed(lhs, rhs, node) == cmp.added.union(cmp.modified), (lhs, rhs)
+            checked += 1
+    assert checked > 2000

@@ -93,6 +93,10 @@ class FieldTracker:
         self._strategy = strategy
         self._manager: FieldManager | None = None
         self._schema_key: int | None = None
+        #: A built-in kind's schema never changes (a custom resource's follows its CRD): its
+        #: manager is built once instead of being checked against the schema on every write.
+        self._fixed_schema = (strategy.schemas is not None
+                              and type(strategy).ownership_schema is Strategy.ownership_schema)
         self.codec = codec
         self._serving: weakref.WeakValueDictionary[str, FieldTracker] | None = None
         if key_prefix and codec is not None:
@@ -100,6 +104,8 @@ class FieldTracker:
             self._serving[strategy.info.api_version] = self
 
     def manager(self) -> FieldManager:
+        if self._manager is not None and self._fixed_schema:
+            return self._manager
         schema = self._strategy.ownership_schema()
         key = id(schema) if schema is not None else None
         if self._manager is None or key != self._schema_key:

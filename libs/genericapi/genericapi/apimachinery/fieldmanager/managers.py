@@ -12,6 +12,7 @@ of, and conflicts.
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +28,7 @@ from .typed import (
     MISSING,
     Comparison,
     TypedError,
+    changed,
     compare,
     ensure_named_fields_are_members,
     go_zero_baseline,
@@ -78,6 +80,7 @@ class Entry:
     time: str | None = None
 
 
+@functools.lru_cache(maxsize=4096)
 def identifier(manager: str, operation: str, api_version: str, subresource: str) -> str:
     """``BuildManagerIdentifier``: the entry as Go's JSON without time and fields."""
     ident: dict[str, str] = {}
@@ -91,7 +94,9 @@ def identifier(manager: str, operation: str, api_version: str, subresource: str)
     return orjson.dumps(ident).decode()
 
 
+@functools.lru_cache(maxsize=4096)
 def _ident_fields(ident: str) -> dict[str, str]:
+    """The identifier's fields (cached: callers only read them)."""
     parsed = orjson.loads(ident)
     return parsed if isinstance(parsed, dict) else {}
 
@@ -133,6 +138,7 @@ def decode(raw: Any) -> Managed:
     return managed
 
 
+@functools.lru_cache(maxsize=1024)
 def _seconds(when: str | None) -> float:
     if not when:
         return 0
@@ -161,8 +167,9 @@ def encode(managed: Managed) -> list[dict[str, Any]] | None:
         if info.get("subresource"):
             item["subresource"] = info["subresource"]
         out.append(item)
-    out.sort(key=lambda e: (e["operation"], _seconds(e.get("time")), e.get("manager", ""), e["apiVersion"],
-                            e.get("subresource", "")))
+    if len(out) > 1:
+        out.sort(key=lambda e: (e["operation"], _seconds(e.get("time")), e.get("manager", ""), e["apiVersion"],
+                                e.get("subresource", "")))
     return out
 
 
@@ -367,8 +374,15 @@ class FieldManager:
                         else go_zero_baseline(new, self.root) if self.go_typed else MISSING)
         ident = identifier(manager or "unknown", UPDATE, self.api_version, subresource)
         seen = _without_managed_fields(observed) if observed is not None else new
-        cmp = self._update_sets(live_cmp, seen, managed, _SELF, True, subresource)
-        taken = cmp.modified.union(cmp.added) if not cmp.modified.empty() else cmp.added
+        if managed:
+            cmp = self._update_sets(live_cmp, seen, managed, _SELF, True, subresource)
+            taken = cmp.modified.union(cmp.added) if not cmp.modified.empty() else cmp.added
+        else:
+            # Nobody else to lose fields (a create): only what the writer takes is needed.
+            taken = changed(live_cmp, seen, self.root)
+            ignored = self.reset.get(subresource)
+            if ignored is not None:
+                taken = taken.recursive_difference(ignored)
         if unowned is not None:
             taken = taken.recursive_difference(unowned)
         if not taken.empty():

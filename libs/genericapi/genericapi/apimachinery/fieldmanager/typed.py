@@ -132,9 +132,12 @@ def _fs(v: Any, node: TypeNode) -> tuple[bool, FieldSet | None]:
                 out.children[pe] = sub
         return False, out
     for k, val in v.items():
+        pe = pe_.field(k)
+        if not isinstance(val, (dict, list)) and val is not None:
+            out.members.add(pe)  # a scalar is a leaf whatever its schema says
+            continue
         child, named = node.child(k)
         member, sub = _fs(val, child)
-        pe = pe_.field(k)
         if member or val is None or (isinstance(val, dict) and not val) or not named:
             out.members.add(pe)
         if sub is not None and not sub.empty():
@@ -215,6 +218,8 @@ def _everything(v: Any, node: TypeNode) -> FieldSet | None:
     for k, val in v.items():
         pe = pe_.field(k)
         out.members.add(pe)
+        if not val or not isinstance(val, (dict, list)):
+            continue  # nothing below a scalar or an empty value
         child, _ = node.child(k)
         sub = _everything(val, child)
         if sub is not None:
@@ -241,8 +246,13 @@ def _cmp(lhs: Any, rhs: Any, node: TypeNode, path: Path, cmp: Comparison) -> Non
         ld = lhs if isinstance(lhs, dict) else {}
         rd = rhs if isinstance(rhs, dict) else {}
         for k in ld.keys() | rd.keys() if len(ld) + len(rd) else ():
+            lv, rv = ld.get(k, MISSING), rd.get(k, MISSING)
+            if not isinstance(lv, (dict, list)) and not isinstance(rv, (dict, list)):
+                # scalars or nulls (or absent) on both sides: a leaf whatever the schema says
+                _leaf(lv, rv, (*path, pe_.field(k)), cmp)
+                continue
             child, _ = node.child(k)
-            _cmp(ld.get(k, MISSING), rd.get(k, MISSING), child, (*path, pe_.field(k)), cmp)
+            _cmp(lv, rv, child, (*path, pe_.field(k)), cmp)
     if lhs is MISSING:
         cmp.added.insert(path)
     elif rhs is MISSING:
@@ -282,6 +292,86 @@ def _cmp_list(lhs: list[Any], rhs: list[Any], node: TypeNode, path: Path, cmp: C
             if ll:
                 _cmp(ll[0], MISSING, elem, item_path, cmp)
             cmp.added.insert(item_path)
+
+
+def changed(lhs: Any, rhs: Any, node: TypeNode) -> FieldSet:
+    """The union of ``added`` and ``modified`` of :func:`compare` in one bottom-up pass, without the removed set
+    or the three-way bookkeeping: what a writer takes when no other manager is there to lose
+    anything (a create, or an object nobody owns yet)."""
+    _, sub = _chg(lhs, rhs, node)
+    return sub if sub is not None else FieldSet()
+
+
+def _leaf_changed(lhs: Any, rhs: Any) -> bool:
+    if lhs is MISSING:
+        return True
+    if rhs is MISSING:
+        return False
+    return bool(lhs != rhs) or type(lhs) is not type(rhs)
+
+
+def _chg(lhs: Any, rhs: Any, node: TypeNode) -> tuple[bool, FieldSet | None]:
+    """(whether the value's own path was added or modified, what was below it), as ``_cmp``."""
+    if lhs is MISSING:
+        if rhs is not MISSING:
+            return True, _everything(rhs, node)
+    elif rhs is MISSING:
+        return False, None
+    ls = _shape(node, lhs) if lhs is not MISSING else None
+    rs = _shape(node, rhs) if rhs is not MISSING else None
+    shape = rs or ls
+    if (ls and rs and ls != rs) or shape == "leaf" or (_empty(lhs) and _empty(rhs)):
+        return _leaf_changed(lhs, rhs), None
+    out = FieldSet()
+    if shape == "list":
+        llist = lhs if isinstance(lhs, list) else []
+        rlist = rhs if isinstance(rhs, list) else []
+        lpes, rpes = _elements(node, llist), _elements(node, rlist)
+        if lpes is None or rpes is None:
+            return _leaf_changed(llist, rlist), None
+        lvals: dict[str, list[Any]] = {}
+        rvals: dict[str, list[Any]] = {}
+        order: list[str] = []
+        for pe, item in zip(lpes, llist, strict=True):
+            if pe not in lvals:
+                order.append(pe)
+            lvals.setdefault(pe, []).append(item)
+        for pe, item in zip(rpes, rlist, strict=True):
+            if pe not in rvals and pe not in lvals:
+                order.append(pe)
+            rvals.setdefault(pe, []).append(item)
+        elem = node.elem()
+        for pe in order:
+            ll, rl = lvals.get(pe, []), rvals.get(pe, [])
+            if len(ll) <= 1 and len(rl) <= 1:
+                member, sub = _chg(ll[0] if ll else MISSING, rl[0] if rl else MISSING, elem)
+            elif len(ll) >= 2 and len(rl) >= 2:
+                member, sub = ll != rl, None
+            elif len(ll) >= 2:
+                member, sub = _chg(MISSING, rl[0], elem) if rl else (False, None)
+            else:
+                member, sub = True, None
+            if member:
+                out.members.add(pe)
+            if sub is not None and (sub.members or sub.children):
+                out.children[pe] = sub
+    else:
+        ld = lhs if isinstance(lhs, dict) else {}
+        rd = rhs if isinstance(rhs, dict) else {}
+        for k in ld.keys() | rd.keys() if len(ld) + len(rd) else ():
+            lv, rv = ld.get(k, MISSING), rd.get(k, MISSING)
+            if not isinstance(lv, (dict, list)) and not isinstance(rv, (dict, list)):
+                if _leaf_changed(lv, rv):
+                    out.members.add(pe_.field(k))
+                continue
+            child, _ = node.child(k)
+            member, sub = _chg(lv, rv, child)
+            pe = pe_.field(k)
+            if member:
+                out.members.add(pe)
+            if sub is not None and (sub.members or sub.children):
+                out.children[pe] = sub
+    return False, (out if out.members or out.children else None)
 
 
 # -- merge (apply) ----------------------------------------------------------------------------
