@@ -150,7 +150,8 @@ class _WebhookPlugin:
         if hook.match_conditions:
             versioned = await self._versioned(attrs, inv)
             result = hook.match_conditions.match(Activation(versioned.attrs, admission_request(versioned.attrs),
-                                                            authorizer=self.authorizer))
+                                                            authorizer=self.authorizer,
+                                                            paths=hook.match_conditions.paths))
             if result.error:
                 raise APIError(500, "Invalid", result.error)
             if not result.matches:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cel.admission import Activation, Expression, compile_expression
+from .cel.admission import Activation, Expression, Paths, compile_expression, merge_paths
 
 FAIL = "Fail"
 IGNORE = "Ignore"
@@ -46,6 +46,9 @@ class MatchConditions:
             (str(c.get("name") or ""), compile_expression(str(c.get("expression") or "")))
             for c in conditions or () if isinstance(c, dict)]
         self.failure_policy = failure_policy or FAIL
+        #: What the conditions read of each variable; an ``Activation`` used only for them may
+        #: take it as its ``paths`` (values are then handed to the interpreter in part).
+        self.paths: Paths = merge_paths(e for _n, e in self.conditions)
 
     def __bool__(self) -> bool:
         return bool(self.conditions)

@@ -15,12 +15,22 @@ evaluated, once per request, before it runs; those that failed are left out of t
 expression whose short-circuit skips them still succeeds and one that reads them reports the
 variable's error. The interpreter estimates no cost, so kube's per-expression and per-request cost
 budgets are not enforced.
+
+Handing a value to the interpreter (a Python dict converted into CEL values) costs more than most
+evaluations, so an ``Activation`` binds each variable once for all the expressions run on it, and
+only those an expression names. A policy or a set of match conditions can also hand over only the
+parts of ``object``, ``oldObject``, ``request``, ``params`` and ``namespaceObject`` its expressions
+read (``read_paths``, ``merge_paths``, ``prune``): a field selected by name, at most two deep, is kept
+whole; a variable used any other way (indexed, passed to a function, iterated, compared) is kept
+whole. Pruning drops only siblings no expression names, so no result or error text changes
+(tests/unit/test_cel_admission_pruning.py compares both ways over generated expressions).
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +40,12 @@ from genericapi.apimachinery.admission import Attributes
 from genericapi.apimachinery.authorization import Authorizer
 
 from . import authz
+from .checks import _TOKEN
 from .library import FUNCTIONS
 from .validator import _runtime_text
 
+ADMISSION_VARIABLES = frozenset({"object", "oldObject", "request", "params", "namespaceObject", "authorizer",
+                                 "variables"})
 _VARIABLE_REF = re.compile(r"\bvariables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)|\bvariables\s*\[\s*['\"]([^'\"]+)['\"]\s*\]")
 _ALL_FUNCTIONS = {**FUNCTIONS, **authz.FUNCTIONS}
 _contexts = threading.local()  # evaluation is synchronous: a context is never shared mid-evaluation
@@ -46,6 +59,84 @@ class Expression:
     program: Any = None
     error: str = ""
     variables: frozenset[str] = frozenset()
+    #: The top-level admission variables the expression reads (only those are bound to run it).
+    refs: frozenset[str] = frozenset()
+    #: Per variable, the field paths (at most two deep) the expression reads; None: the whole value.
+    paths: dict[str, frozenset[tuple[str, ...]] | None] = field(default_factory=dict)
+
+
+Paths = dict[str, "frozenset[tuple[str, ...]] | None"]
+_PRUNABLE = frozenset({"object", "oldObject", "request", "params", "namespaceObject"})
+# The static checks' tokens plus ``//`` comments (dropped): a quote inside a comment must not open a
+# string that hides the code after it.
+_PATH_TOKEN = re.compile(r"(?P<comment>//[^\n]*)|" + _TOKEN.pattern, re.S)
+
+
+def _code_tokens(source: str) -> list[tuple[str, str]]:
+    return [(m.lastgroup or "punct", m.group(0)) for m in _PATH_TOKEN.finditer(source) if m.lastgroup != "comment"]
+
+
+def read_paths(source: str) -> Paths:
+    """Which parts of each admission variable ``source`` reads: ``object.metadata.name.size()`` reads
+    ``("metadata", "name")``; ``object.data[k]`` reads ``("data",)``; a variable used whole (passed to
+    a function, compared, indexed) needs all of it (None)."""
+    toks = _code_tokens(source)
+    out: dict[str, set[tuple[str, ...]] | None] = {}
+    for i, (kind, text) in enumerate(toks):
+        if kind != "ident" or text not in _PRUNABLE or (i >= 1 and toks[i - 1][1] == "."):
+            continue
+        path: list[str] = []
+        j = i + 1
+        while len(path) < 2 and j + 1 < len(toks) and toks[j][1] == "." and toks[j + 1][0] == "ident":
+            if j + 2 < len(toks) and toks[j + 2][1] == "(":
+                break  # a method of what was read so far
+            path.append(toks[j + 1][1])
+            j += 2
+        if not path:
+            out[text] = None
+        elif out.get(text, set()) is not None:
+            current = out.setdefault(text, set())
+            assert current is not None
+            current.add(tuple(path))
+    return {k: (frozenset(v) if v is not None else None) for k, v in out.items()}
+
+
+def merge_paths(expressions: Iterable[Expression]) -> Paths:
+    """The parts of each variable any of ``expressions`` reads (for binding each value once)."""
+    out: dict[str, set[tuple[str, ...]] | None] = {}
+    for expr in expressions:
+        if expr.program is None:
+            continue
+        for name in expr.refs & _PRUNABLE:
+            mine = expr.paths.get(name)
+            if mine is None or out.get(name, set()) is None:
+                out[name] = None
+            else:
+                current = out.setdefault(name, set())
+                assert current is not None
+                current.update(mine)
+    return {k: (frozenset(v) if v is not None else None) for k, v in out.items()}
+
+
+def prune(value: Any, paths: frozenset[tuple[str, ...]] | None) -> Any:
+    """``value`` with only the fields at ``paths`` (a one-element path keeps its whole subtree)."""
+    if paths is None or not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for path in sorted(paths, key=len):
+        head = path[0]
+        if head not in value:
+            continue
+        child = value[head]
+        if len(path) == 1 or not isinstance(child, dict):
+            out[head] = child
+            continue
+        if head in out and out[head] is child:
+            continue  # the whole subtree is already kept
+        kept = out.setdefault(head, {})
+        if path[1] in child:
+            kept[path[1]] = child[path[1]]
+    return out
 
 
 def compile_expression(source: str) -> Expression:
@@ -58,7 +149,21 @@ def compile_expression(source: str) -> Expression:
         text = text[start:] if start >= 0 else text
         return Expression(source, None, text.replace("\n| ", "\n | "))
     names = frozenset(a or b for a, b in _VARIABLE_REF.findall(source))
-    return Expression(source, program, "", names)
+    # Bound for this expression: what the interpreter says it reads and, in case that misses one,
+    # every admission variable's name among its tokens (a name left out would keep the value another
+    # request bound in the shared context).
+    try:
+        refs = frozenset(program.variables()) & ADMISSION_VARIABLES
+        refs |= frozenset(text for kind, text in _code_tokens(source) if kind == "ident") & ADMISSION_VARIABLES
+    except Exception:
+        refs = ADMISSION_VARIABLES
+    try:
+        paths = read_paths(source)
+    except Exception:
+        paths = {}
+    # A variable the scan did not see as read (it reads it some other way): bound whole.
+    paths = {name: paths.get(name) for name in refs & _PRUNABLE}
+    return Expression(source, program, "", names, refs, paths)
 
 
 def user_info(attrs: Attributes) -> dict[str, Any]:
@@ -113,7 +218,7 @@ def namespace_object(namespace: dict[str, Any] | None) -> dict[str, Any] | None:
             "spec": namespace.get("spec") or {}, "status": namespace.get("status") or {}}
 
 
-@dataclass
+@dataclass(eq=False)
 class Activation:
     """The variables of one evaluation (kube's ``evaluationActivation``) plus the lazily computed
     ``variables`` of a policy, shared by every expression of that policy in one request."""
@@ -125,27 +230,53 @@ class Activation:
     authorizer: Authorizer | None = None
     with_authorizer: bool = True
     composition: list[tuple[str, Expression]] = field(default_factory=list)
+    #: The parts of each variable the expressions run on this activation read (``merge_paths``);
+    #: None binds whole values.
+    paths: Paths | None = None
     _values: dict[str, Any] = field(default_factory=dict)
     _errors: dict[str, str] = field(default_factory=dict)
 
-    def _context(self, names: set[str]) -> Any:
+    def _value(self, name: str) -> Any:
+        attrs = self.attrs
+        if name == "object":
+            return attrs.obj
+        if name == "oldObject":
+            return attrs.old_obj
+        if name == "request":
+            return self.request
+        if name == "params":
+            return self.params
+        if name == "namespaceObject":
+            return self.namespace
+        if not self.with_authorizer:
+            return None
+        res = {"group": attrs.group, "resource": attrs.resource, "subresource": attrs.subresource,
+               "namespace": attrs.namespace, "name": attrs.name}
+        return authz.authorizer_value(res)
+
+    def _context(self, expr: Expression, names: set[str]) -> Any:
+        """The thread's context with what ``expr`` reads bound. Converting a value into the
+        interpreter costs more than most evaluations, so each value is bound once per activation
+        (evaluation is synchronous: no other activation uses the context in between)."""
         ctx = getattr(_contexts, "ctx", None)
         if ctx is None:
             ctx = _contexts.ctx = celrust.Context(functions=_ALL_FUNCTIONS)
-        attrs = self.attrs
-        ctx.add_variable("object", attrs.obj)
-        ctx.add_variable("oldObject", attrs.old_obj)
-        ctx.add_variable("request", self.request)
-        ctx.add_variable("params", self.params)
-        ctx.add_variable("namespaceObject", self.namespace)
-        if self.with_authorizer:
-            res = {"group": attrs.group, "resource": attrs.resource, "subresource": attrs.subresource,
-                   "namespace": attrs.namespace, "name": attrs.name}
-            ctx.add_variable("authorizer", authz.authorizer_value(res))
-        else:
-            ctx.add_variable("authorizer", None)
-        ctx.add_variable("variables", {n: self._values[n] for n in names if n in self._values})
-        authz.bind(self.authorizer, attrs.user)
+            _contexts.bound = {}
+        bound: dict[str, Any] = _contexts.bound
+        for name in expr.refs:
+            if name == "variables":
+                ctx.add_variable("variables", {n: self._values[n] for n in names if n in self._values})
+                bound.pop("variables", None)
+                continue
+            flag = self.with_authorizer if name == "authorizer" else None
+            last = bound.get(name)
+            if last is None or last[0] is not self or last[1] != flag:
+                value = self._value(name)
+                if self.paths is not None and name in _PRUNABLE:
+                    value = prune(value, self.paths.get(name))
+                ctx.add_variable(name, value)
+                bound[name] = (self, flag)
+        authz.bind(self.authorizer, self.attrs.user)
         return ctx
 
     def _needed(self, expr: Expression) -> set[str]:
@@ -174,7 +305,7 @@ class Activation:
             return None, f"compilation error: {expr.error}"
         self._compute(names)
         try:
-            return expr.program.execute(self._context(names)), ""
+            return expr.program.execute(self._context(expr, names)), ""
         except Exception as e:
             text, _overload = _runtime_text(e)
             for n in names:

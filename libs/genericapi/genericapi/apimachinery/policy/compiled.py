@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from genericapi.apimachinery.cel.admission import Activation, Expression, compile_expression
+from genericapi.apimachinery.cel.admission import Activation, Expression, Paths, compile_expression, merge_paths
 from genericapi.apimachinery.matchconditions import FAIL, IGNORE, MatchConditions
 
 from .matching import MatchResources
@@ -63,6 +63,18 @@ class CompiledPolicy:
     validations: list[Validation]
     audit: list[tuple[str, Expression]]
     spec: dict[str, Any] = field(default_factory=dict)
+    #: What the policy's expressions read of each variable: only that is handed to the interpreter
+    #: (None: whole values).
+    paths: Paths | None = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        exprs = [e for _n, e in self.conditions.conditions] + [e for _n, e in self.variables]
+        for v in self.validations:
+            exprs.append(v.expression)
+            if v.message_expression is not None:
+                exprs.append(v.message_expression)
+        exprs += [e for _k, e in self.audit]
+        self.paths = merge_paths(exprs)
 
     @classmethod
     def compile(cls, policy: dict[str, Any]) -> CompiledPolicy:
@@ -100,6 +112,7 @@ class CompiledPolicy:
     def validate(self, activation: Activation) -> tuple[list[Decision], list[AuditAnnotation]]:
         """The decisions of every validation and the audit annotations, for one binding and param."""
         activation.composition = self.variables
+        activation.paths = self.paths
         if self.conditions:
             result = self.conditions.match(activation)
             if result.error:
