@@ -207,6 +207,56 @@ async def test_fair_queuing_serves_flows_alternately() -> None:
     assert order.index("l") <= 1
 
 
+class _CheckedQueueSet(QueueSet):
+    """Checks each dispatch against kube's scan of every queue from the round-robin index."""
+
+    checked = 0
+
+    def _dispatch_one(self) -> bool:
+        best, best_finish, robin, n = None, float("inf"), self._robin, len(self.queues)
+        for _ in range(n):
+            robin = (robin + 1) % n
+            queue = self.queues[robin]
+            if queue.waiting and queue.next_dispatch_r + queue.waiting[0].work < best_finish:
+                best, best_finish = queue, queue.next_dispatch_r + queue.waiting[0].work
+        head = best.waiting[0] if best is not None else None
+        dispatched = super()._dispatch_one()
+        if dispatched:
+            assert best is not None and head not in best.waiting and self._robin == best.index
+            self.checked += 1
+        return dispatched
+
+
+async def test_dispatch_picks_the_queue_kubes_full_scan_picks() -> None:
+    """Only queues with waiting requests are looked at; the pick (least virtual finish time, ties in
+    round-robin order) is the one kube's scan of all queues makes, over a random run."""
+    import random
+
+    rnd = random.Random(17)
+    qs = _CheckedQueueSet(QueuingConfig("pl", 16, 3, 50), 3)
+    started = []
+
+    def executing() -> list:
+        return [r for r in started if r.future is None or r.future.done()]
+
+    for step in range(600):
+        now = executing()
+        if now and (rnd.random() < 0.45 or len(started) > 40):
+            req = now[rnd.randrange(len(now))]
+            started.remove(req)
+            qs.finish(req)
+        else:
+            flow = f"f{rnd.randrange(6)}"
+            started.append(qs.start(hash_flow_id("fs", flow), 1, "fs", flow, step))
+        if step % 50 == 0:
+            await asyncio.sleep(0.001)  # virtual time moves
+    while started:
+        req = executing()[0]
+        started.remove(req)
+        qs.finish(req)
+    assert qs.checked > 100 and qs.waiting == 0 and qs.executing == 0
+
+
 def test_retry_after_grows_under_drops_and_shrinks_after() -> None:
     level = _Level()
     for second in range(100, 104):

@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
+#: Distinct request shapes whose classification is kept (all are dropped when full).
+CLASSIFICATION_CACHE_SIZE = 4096
 #: kube's borrowingAdjustmentPeriod and seatDemandSmoothingCoefficient.
 BORROWING_PERIOD = 10.0
 SMOOTHING = 0.977
@@ -142,6 +144,8 @@ class Controller:
     dangling: dict[str, str] = field(default_factory=dict)
     on_digest: Callable[[], None] | None = None
     _seen: Any = None
+    #: Classifications by what matching reads of a request (see classify); emptied by digest.
+    _classified: dict[tuple[Any, ...], Classification] = field(default_factory=dict)
 
     def refresh(self) -> None:
         if self.source is None:
@@ -198,6 +202,7 @@ class Controller:
                 except KeyError:
                     pass
         self.levels = new
+        self._classified = {}
         self._digest_flow_schemas(fss)
         self.update_borrowing(take_stats=False)
         if self.on_digest is not None:
@@ -285,6 +290,21 @@ class Controller:
     # -- classification -----------------------------------------------------------------------------
     def classify(self, user: UserInfo, info: RequestInfo) -> Classification:
         self.refresh()
+        # What kube's matching reads of a request (subjects: name and groups; rules: verb, group,
+        # resource/subresource, namespace or the non-resource path): requests alike in these are
+        # classified alike, so the answer is kept until the configuration changes (digest).
+        key = (user.name, tuple(user.groups), info.is_resource_request, info.verb, info.api_group, info.resource,
+               info.subresource, info.namespace, "" if info.is_resource_request else info.path)
+        found = self._classified.get(key)
+        if found is not None:
+            return found
+        found = self._classify(user, info)
+        if len(self._classified) >= CLASSIFICATION_CACHE_SIZE:
+            self._classified.clear()
+        self._classified[key] = found
+        return found
+
+    def _classify(self, user: UserInfo, info: RequestInfo) -> Classification:
         chosen: Obj | None = None
         catch_all: Obj | None = None
         for fs in self.flow_schemas:
@@ -301,5 +321,3 @@ class Controller:
             distinguisher = flow_distinguisher(chosen, user, info)
             hash_value = hash_flow_id(str(chosen["metadata"]["name"]), distinguisher)
         return Classification(chosen, level, distinguisher, hash_value)
-
-

@@ -77,6 +77,26 @@ def _go_duration_seconds(text: str) -> float | None:
     return total if not number else None
 
 
+class _Series:
+    """One (priority level, FlowSchema)'s labelled metric children and response headers, looked up
+    once instead of on every request (prometheus_client's ``labels`` is the costly part)."""
+
+    def __init__(self, c: Classification) -> None:
+        level, fs = c.level.name, c.flow_schema_name
+        self.headers = [(FLOW_SCHEMA_UID_HEADER, c.flow_schema_uid.encode()),
+                        (PRIORITY_LEVEL_UID_HEADER, c.level.uid.encode())]
+        self.inqueue = metrics.INQUEUE.labels(level, fs)
+        self.inqueue_seats = metrics.INQUEUE_SEATS.labels(level, fs)
+        self.queue_length = metrics.QUEUE_LENGTH.labels(level, fs)
+        self.waited = metrics.WAIT.labels(level, fs, "true")
+        self.gave_up = metrics.WAIT.labels(level, fs, "false")
+        self.dispatched = metrics.DISPATCHED.labels(level, fs)
+        self.executing = metrics.EXECUTING.labels(level, fs)
+        self.executing_seats = metrics.EXECUTING_SEATS.labels(level, fs)
+        self.execution = {False: metrics.EXECUTION.labels(level, fs, "regular"),
+                          True: metrics.EXECUTION.labels(level, fs, "watch")}
+
+
 class WithPriorityAndFairness:
     def __init__(self, app: ASGIApp, controller: Controller, request_timeout: float = 60.0,
                  on_dropped: Callable[[Scope], None] | None = None) -> None:
@@ -86,6 +106,16 @@ class WithPriorityAndFairness:
         self.dropped = DroppedRequests()
         #: Records a 429 in the request metrics (kube's RecordDroppedRequest; the server knows the labels).
         self.on_dropped = on_dropped
+        self._series: dict[tuple[str, str, str, str], _Series] = {}
+
+    def _series_of(self, c: Classification) -> _Series:
+        key = (c.level.name, c.flow_schema_name, c.level.uid, c.flow_schema_uid)
+        series = self._series.get(key)
+        if series is None:
+            if len(self._series) >= 1024:  # configurations come and go: keep it bounded
+                self._series.clear()
+            series = self._series[key] = _Series(c)
+        return series
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -101,8 +131,8 @@ class WithPriorityAndFairness:
         user = scope[filters.USER]
         c = self.controller.classify(user, info)
         level, fs_name = c.level, c.flow_schema_name
-        headers = [(FLOW_SCHEMA_UID_HEADER, c.flow_schema_uid.encode()),
-                   (PRIORITY_LEVEL_UID_HEADER, level.uid.encode())]
+        series = self._series_of(c)
+        headers = series.headers
         arrived = time.monotonic()
         try:
             req = level.queues.start(c.hash_value, 1, fs_name, c.distinguisher, (user, info))
@@ -110,28 +140,29 @@ class WithPriorityAndFairness:
             await self._reject(c, err.reason, scope, send, headers)
             return
         if req.future is not None and not req.future.done():
-            metrics.INQUEUE.labels(level.name, fs_name).inc()
-            metrics.INQUEUE_SEATS.labels(level.name, fs_name).inc(req.seats)
+            series.inqueue.inc()
+            series.inqueue_seats.inc(req.seats)
             if level.queues.config.queues > 0 and req.queue is not None:
-                metrics.QUEUE_LENGTH.labels(level.name, fs_name).observe(len(req.queue.waiting))
+                series.queue_length.observe(len(req.queue.waiting))
             try:
                 await level.queues.wait(req, wait_limit(scope, self.request_timeout))
             except Rejected as err:
-                metrics.WAIT.labels(level.name, fs_name, "false").observe(time.monotonic() - arrived)
+                series.gave_up.observe(time.monotonic() - arrived)
                 await self._reject(c, err.reason, scope, send, headers)
                 return
             finally:
-                metrics.INQUEUE.labels(level.name, fs_name).dec()
-                metrics.INQUEUE_SEATS.labels(level.name, fs_name).dec(req.seats)
-        await self._execute(c, req, scope, receive, send, headers, watch, time.monotonic() - arrived)
+                series.inqueue.dec()
+                series.inqueue_seats.dec(req.seats)
+        await self._execute(c, series, req, scope, receive, send, watch, time.monotonic() - arrived)
 
-    async def _execute(self, c: Classification, req: Request, scope: Scope, receive: Receive, send: Send,
-                       headers: list[tuple[bytes, bytes]], watch: bool, waited: float) -> None:
-        level, fs_name = c.level, c.flow_schema_name
-        metrics.WAIT.labels(level.name, fs_name, "true").observe(waited)
-        metrics.DISPATCHED.labels(level.name, fs_name).inc()
-        metrics.EXECUTING.labels(level.name, fs_name).inc()
-        metrics.EXECUTING_SEATS.labels(level.name, fs_name).inc(req.seats)
+    async def _execute(self, c: Classification, series: _Series, req: Request, scope: Scope, receive: Receive,
+                       send: Send, watch: bool, waited: float) -> None:
+        level = c.level
+        headers = series.headers
+        series.waited.observe(waited)
+        series.dispatched.inc()
+        series.executing.inc()
+        series.executing_seats.inc(req.seats)
         started = time.monotonic()
         released = False
 
@@ -141,10 +172,9 @@ class WithPriorityAndFairness:
                 return
             released = True
             level.queues.finish(req)
-            metrics.EXECUTING.labels(level.name, fs_name).dec()
-            metrics.EXECUTING_SEATS.labels(level.name, fs_name).dec(req.seats)
-            metrics.EXECUTION.labels(level.name, fs_name, "watch" if watch else "regular").observe(
-                time.monotonic() - started)
+            series.executing.dec()
+            series.executing_seats.dec(req.seats)
+            series.execution[watch].observe(time.monotonic() - started)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

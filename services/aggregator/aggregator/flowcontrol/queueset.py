@@ -93,6 +93,8 @@ class QueueSet:
         self.waiting = 0
         #: Queues with a request waiting or executing (kube counts these as active).
         self._active: set[Queue] = set()
+        #: Queues with a request waiting: the only ones dispatching looks at.
+        self._waiting_queues: set[Queue] = set()
         self.dispatched = self.rejected = self.timed_out = self.cancelled = 0
         #: Seat demand (seats in use + seats waiting) high-water mark since the last borrowing round.
         self.demand_high = 0
@@ -182,10 +184,19 @@ class QueueSet:
         if not queue.waiting and not queue.executing:
             queue.next_dispatch_r = self.current_r
         req.queue = queue
+        if not self.waiting and self._can_accommodate(seats):
+            # Nothing waits anywhere: enqueuing and dispatching would pick this request from this queue
+            # at once (kube's StartRequest does both); the same bookkeeping without the round trip.
+            self._active.add(queue)
+            self._robin = queue.index
+            self._begin(req, queue)
+            queue.next_dispatch_r += req.work
+            return req
         req.future = asyncio.get_running_loop().create_future()
         queue.waiting.append(req)
         queue.seats_waiting += seats
         self._active.add(queue)
+        self._waiting_queues.add(queue)
         self.waiting += 1
         self.seats_waiting += seats
         self._bound_next_dispatch(queue)
@@ -220,6 +231,8 @@ class QueueSet:
         queue = req.queue
         if queue is not None and req in queue.waiting:
             queue.waiting.remove(req)
+            if not queue.waiting:
+                self._waiting_queues.discard(queue)
             queue.seats_waiting -= req.seats
             self.waiting -= 1
             self.seats_waiting -= req.seats
@@ -299,27 +312,29 @@ class QueueSet:
             pass
 
     def _dispatch_one(self) -> bool:
+        """kube's findDispatchQueueToBoundLocked: of the queues with a request waiting, the one whose
+        oldest request would finish first in virtual time; ties go to the first in round-robin order
+        after the last queue served (kube scans every queue from there; only waiting ones can win)."""
         best: Queue | None = None
-        best_finish = float("inf")
-        best_index = self._robin
+        best_key = (float("inf"), 0)
         n = len(self.queues)
-        for _ in range(n):
-            self._robin = (self._robin + 1) % n
-            queue = self.queues[self._robin]
-            if queue.waiting:
-                finish = queue.next_dispatch_r + queue.waiting[0].work
-                if finish < best_finish:
-                    best, best_finish, best_index = queue, finish, self._robin
+        robin = self._robin
+        for queue in self._waiting_queues:
+            key = (queue.next_dispatch_r + queue.waiting[0].work, (queue.index - robin - 1) % n)
+            if key < best_key:
+                best, best_key = queue, key
         if best is None:
             return False
         req = best.waiting[0]
         if not self._can_accommodate(req.seats):
             return False
         best.waiting.popleft()
+        if not best.waiting:
+            self._waiting_queues.discard(best)
         best.seats_waiting -= req.seats
         self.waiting -= 1
         self.seats_waiting -= req.seats
-        self._robin = best_index
+        self._robin = best.index
         if req.future is not None and req.future.done():  # gave up already
             self._bound_next_dispatch(best)
             if not best.waiting and not best.executing:
