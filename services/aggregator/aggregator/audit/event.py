@@ -10,6 +10,7 @@ no HTTP framework types.
 from __future__ import annotations
 
 import copy
+import functools
 import ipaddress
 import time
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from genericapi.apimachinery import k8sproto
 from genericapi.apimachinery.gofmt import go_quote
 from genericapi.apimachinery.user import UserInfo
 
-from .policy import LEVEL_RANK, REQUEST, REQUEST_RESPONSE
+from .policy import LEVEL_RANK, REQUEST, REQUEST_RECEIVED, REQUEST_RESPONSE
 
 API_VERSION = "audit.k8s.io/v1"
 #: kube's maxUserAgentLength and the marker it appends when it cuts.
@@ -67,14 +68,22 @@ class Event:
     status_from_body: bool = False
 
     def snapshot(self, stage: str) -> Event:
-        """A frozen copy for the backends, at ``stage``, stamped now."""
+        """A frozen copy for the backends, at ``stage``, stamped now (RequestReceived: stamped with the
+        time the request was received, as kube's processAuditEvent does)."""
         out = copy.copy(self)
         out.stage = stage
-        out.stage_time = time.time()
+        out.stage_time = self.received if stage == REQUEST_RECEIVED else time.time()
         out.annotations = dict(self.annotations)
         if self.response_status is not None:
             out.response_status = dict(self.response_status)
         return out
+
+    def final(self, stage: str) -> Event:
+        """The event itself at its last stage (ResponseComplete, Panic, a failed authentication's
+        ResponseStarted): nothing changes it afterwards, so the backends need no copy."""
+        self.stage = stage
+        self.stage_time = time.time()
+        return self
 
 
 def long_running(verb: str, subresource: str) -> bool:
@@ -103,7 +112,10 @@ def source_ips(headers: Sequence[tuple[bytes, bytes]], peer: str | None) -> list
     return ips
 
 
+@functools.lru_cache(maxsize=4096)
 def _ip(text: str) -> str | None:
+    """An address in Go's canonical form (None: not an address); the same few peers ask again and
+    again, so the answers are kept."""
     try:
         return str(ipaddress.ip_address(text.strip()))
     except ValueError:
@@ -121,8 +133,17 @@ def user_agent(headers: Sequence[tuple[bytes, bytes]]) -> str:
 # -- rendering (in the writer thread) -----------------------------------------------------------------
 
 def micro_time(ts: float) -> str:
-    """metav1.MicroTime: UTC, six fraction digits."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """metav1.MicroTime: UTC, six fraction digits (the seconds' text is kept: events come in runs)."""
+    seconds = int(ts)
+    micros = round((ts - seconds) * 1e6)
+    if micros >= 1_000_000:
+        seconds, micros = seconds + 1, micros - 1_000_000
+    return f"{_second_text(seconds)}.{micros:06d}Z"
+
+
+@functools.lru_cache(maxsize=8)
+def _second_text(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def user_dict(user: UserInfo) -> dict[str, Any]:

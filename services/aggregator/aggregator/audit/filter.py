@@ -23,8 +23,8 @@ sends.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from typing import Any
 
 import orjson
@@ -57,6 +57,17 @@ MAX_LOGGED_BODY = 3 * 1024 * 1024
 _OBJECT_VERBS = frozenset({"create", "update"})
 #: Verbs whose success may be a Status (kube copies a returned Status into responseStatus).
 _STATUS_VERBS = frozenset({"delete", "deletecollection"})
+#: Request shapes whose policy decision is kept (all are dropped when full; the policy never changes).
+DECISION_CACHE_SIZE = 4096
+
+
+def new_audit_id() -> str:
+    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` but without the UUID object."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class Auditor:
@@ -68,17 +79,32 @@ class Auditor:
         #: No authorization filter (AlwaysAllow): record kube's always-allow decision ourselves.
         self.always_allow = always_allow
         self._levels = {level: LEVELS.labels(level) for level in LEVEL_RANK}
+        self._decided: dict[tuple[Any, ...], tuple[str, frozenset[str], bool]] = {}
 
     def evaluate(self, scope: Scope, user: Any) -> tuple[str, frozenset[str], bool]:
         info = filters.request_info_of(scope)
-        if info is None or not info.is_resource_request:
-            request = Request(user, info.verb if info is not None else scope["method"].lower(), False, scope["path"])
-        else:
-            request = Request(user, info.verb, True, scope["path"], info.namespace, info.api_group, info.resource,
-                              info.subresource, info.name)
-        config = self.policy.evaluate(request)
-        self._levels[config.level].inc()
-        return config.level, config.omit_stages, config.omit_managed_fields
+        verb = info.verb if info is not None else scope["method"].lower()
+        resource = info is not None and info.is_resource_request
+        # Everything a rule reads (user name and groups, verb, then the resource or the path): alike
+        # requests get the same decision, kept until there are too many shapes to keep.
+        key = (user.name if user is not None else None, tuple(user.groups) if user is not None else None, verb,
+               resource, scope["path"] if not resource else "",
+               *((info.namespace, info.api_group, info.resource, info.subresource, info.name)
+                 if resource and info is not None else ()))
+        decided = self._decided.get(key)
+        if decided is None:
+            if info is None or not info.is_resource_request:
+                request = Request(user, verb, False, scope["path"])
+            else:
+                request = Request(user, verb, True, scope["path"], info.namespace, info.api_group, info.resource,
+                                  info.subresource, info.name)
+            config = self.policy.evaluate(request)
+            decided = (config.level, config.omit_stages, config.omit_managed_fields)
+            if len(self._decided) >= DECISION_CACHE_SIZE:
+                self._decided.clear()
+            self._decided[key] = decided
+        self._levels[decided[0]].inc()
+        return decided
 
     def new_event(self, scope: Scope, level: str, user: Any, omit_managed_fields: bool) -> Event:
         info = filters.request_info_of(scope)
@@ -97,9 +123,10 @@ class Auditor:
         return Event(level, scope[context.AUDIT_ID], uri, verb, user, ips, user_agent(headers), ref,
                      scope[context.RECEIVED], omit_managed_fields)
 
-    def process(self, event: Event, stage: str, omit: frozenset[str]) -> None:
+    def process(self, event: Event, stage: str, omit: frozenset[str], final: bool = False) -> None:
+        """The event at ``stage`` to the sink (a copy, unless this is the event's ``final`` stage)."""
         if stage not in omit:
-            self.sink.process(event.snapshot(stage))
+            self.sink.process(event.final(stage) if final else event.snapshot(stage))
 
 
 class WithAuditInit:
@@ -122,7 +149,7 @@ class WithAuditInit:
                 strip = True
         if strip:  # only backends may say what admission annotated
             scope["headers"] = [(k, v) for k, v in scope["headers"] if k != _ANNOTATIONS]
-        audit_id = audit_id or str(uuid.uuid4())
+        audit_id = audit_id or new_audit_id()
         scope[context.AUDIT_ID] = audit_id
         scope[context.RECEIVED] = time.time()
         id_header = (AUDIT_ID_HEADER, audit_id.encode("latin-1"))
@@ -147,7 +174,7 @@ def _failed_authentication(auditor: Auditor, scope: Scope) -> None:
         return
     event = auditor.new_event(scope, level, None, omit_managed)
     event.response_status = {"message": auth_methods(scope), "code": 401}
-    auditor.process(event, RESPONSE_STARTED, omit)
+    auditor.process(event, RESPONSE_STARTED, omit, final=True)
 
 
 def auth_methods(scope: Scope) -> str:
@@ -246,14 +273,14 @@ class WithAudit:
                 event.complete_ref = event.verb in _OBJECT_VERBS
             if response_chunks and sizes[1] <= MAX_LOGGED_BODY and (keep_response or event.status_from_body):
                 event.response_body = b"".join(response_chunks)
-            auditor.process(event, RESPONSE_COMPLETE, omit)
+            auditor.process(event, RESPONSE_COMPLETE, omit, final=True)
 
         try:
             await self.app(scope, audit_receive if keep_request else receive, audit_send)
         except Exception as err:
             event.response_status = {"code": 500, "status": "Failure", "reason": "InternalError",
                                      "message": f"APIServer panic'd: {err}"}
-            auditor.process(event, PANIC, omit)
+            auditor.process(event, PANIC, omit, final=True)
             raise
         except BaseException:  # cancelled (the client went away): the request still completed
             complete()
