@@ -21,6 +21,7 @@ from support.admission_webhook import AdmissionWebhook
 from support.conversion_webhook import make_pki
 from support.procs import ChainHandle, kubectl_params
 from support.waiting import eventually
+from test_audit import by_id, session_log, wait_events
 from test_crds import establish
 
 pytestmark = pytest.mark.integration
@@ -251,6 +252,35 @@ def test_warnings_reach_the_client(env: Env) -> None:
     assert "Warning: mind the gap" in proc.stderr
 
 
+def test_audit_annotations_join_the_requests_audit_event(env: Env) -> None:
+    env.register("ValidatingWebhookConfiguration", env.webhook("audited.w13.example.com", "/warn/text=noted"))
+    log = session_log(env.chain)
+    deadline = time.monotonic() + 30
+    while True:  # the configuration takes effect once the services' watch caches have it
+        audit_id = f"w13-{uuid.uuid4()}"
+        status, headers, _ = env.chain.request("POST", f"/api/v1/namespaces/{env.ns}/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "a-"}},
+            headers={"Audit-ID": audit_id})
+        assert status == 201
+        if headers.get("warning") == '299 - "noted"':
+            break
+        assert time.monotonic() < deadline, "the webhook never took effect"
+        time.sleep(0.3)
+    [event] = wait_events(log, by_id(audit_id))
+    assert event["annotations"]["audited.w13.example.com/checked"] == "yes"
+
+
+def test_a_webhook_accepting_only_v1beta1_gets_a_v1beta1_review(env: Env) -> None:
+    env.hook.requests(clear=True)
+    env.register("ValidatingWebhookConfiguration", env.webhook("beta.w13.example.com", "/allow",
+                                                               admissionReviewVersions=["v1beta1"]))
+    eventually(lambda: env.configmap(f"b-{uuid.uuid4().hex[:5]}")[0] == 201 and reviews(env.hook, "allow"), 15,
+               "the webhook called")
+    review = reviews(env.hook, "allow")[-1]
+    assert review["apiVersion"] == "admission.k8s.io/v1beta1" and review["kind"] == "AdmissionReview"
+    assert review["request"]["operation"] == "CREATE" and review["request"]["uid"]
+
+
 def test_dry_run_reaches_side_effect_free_webhooks_only(env: Env) -> None:
     env.hook.requests(clear=True)
     env.register("ValidatingWebhookConfiguration", env.webhook("dry.w13.example.com", "/allow",
@@ -399,6 +429,50 @@ def test_mutating_patch_may_not_move_the_object(env: Env) -> None:
     env.register("MutatingWebhookConfiguration", env.webhook("mover.w13.example.com", f"/patch/ops={ops}"))
     body = refused_until(env, 400)
     assert body["message"] == "the namespace of the provided object does not match the namespace sent on the request"
+
+
+def test_mutating_patch_removing_metadata_is_refused_by_validation(env: Env) -> None:
+    ops = base64.urlsafe_b64encode(json.dumps([{"op": "remove", "path": "/metadata"}]).encode()).decode()
+    env.register("MutatingWebhookConfiguration", env.webhook("wiper.w13.example.com", f"/patch/ops={ops}"))
+    body = refused_until(env, 422)
+    # kube: the namespace is filled in from the request again, the name is gone (nothing stored)
+    assert body["reason"] == "Invalid"
+    assert body["message"] == 'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required'
+    assert body["details"]["causes"] == [{"reason": "FieldValueRequired", "message":
+                                          "Required value: name or generateName is required",
+                                          "field": "metadata.name"}]
+    listed = env.chain.json("GET", f"/api/v1/namespaces/{env.ns}/configmaps")[1]
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["kube-root-ca.crt"]  # the root CA controller's
+
+
+def test_generate_name_creates_reach_webhooks_with_the_requests_empty_name(env: Env) -> None:
+    """kube's admission attributes keep the name the request gave: "" for a generateName create,
+    while the validating webhooks' object carries the generated name."""
+    env.hook.requests(clear=True)
+    env.register("MutatingWebhookConfiguration", env.webhook("named.w13.example.com", "/label/key=m/value=1"))
+    env.register("ValidatingWebhookConfiguration", env.webhook("seen.w13.example.com", "/allow"))
+
+    def generated() -> Any:
+        status, body = env.chain.json("POST", f"/api/v1/namespaces/{env.ns}/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}})
+        assert status == 201, body
+        return body if (body["metadata"].get("labels") or {}).get("m") == "1" else None
+
+    made = eventually(generated, 15, "the mutating webhook in effect")
+    name = made["metadata"]["name"]
+    assert name.startswith("gen-") and len(name) == len("gen-") + 5
+
+    def validated() -> Any:
+        found = [r["request"] for r in reviews(env.hook, "allow")
+                 if (r["request"].get("object") or {}).get("metadata", {}).get("name") == name]
+        return found[-1] if found else None
+
+    request = eventually(validated, 15, "the validating webhook called for the generated object")
+    # AdmissionRequest.name is omitempty: an empty name is left out of the review
+    assert "name" not in request and request["namespace"] == env.ns
+    assert request["object"]["metadata"]["generateName"] == "gen-"
+    mutated = [r["review"]["request"] for r in env.hook.requests() if r["mode"] == "label"][-1]
+    assert "name" not in mutated and "name" not in mutated["object"]["metadata"]
 
 
 # -- custom resources -------------------------------------------------------------------------

@@ -269,7 +269,15 @@ class Store:
                                               dry_run=dry_run)
             await self.admission.admit(attrs)
             obj = attrs.obj if attrs.obj is not None else obj
+            if not isinstance(obj.get("metadata"), dict):
+                obj["metadata"] = {}  # a webhook patched it away: validation reports what is missing
             meta = obj["metadata"]
+            # kube's BeforeCreate (after mutating admission): an emptied namespace is the request's
+            # again (a moved one was refused by the webhook plugin); cluster-scoped objects have none.
+            if self.info.namespaced:
+                meta["namespace"] = meta.get("namespace") or namespace
+            else:
+                meta.pop("namespace", None)
         admitted = before_admission.added(obj) if before_admission is not None else None
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
@@ -285,7 +293,8 @@ class Store:
                 if errs:
                     raise apierrors.invalid_object(self.info.group, self.info.kind, meta.get("name", ""), errs)
                 if attrs is not None:
-                    attrs.obj, attrs.name = obj, str(meta.get("name") or "")
+                    # The record keeps the request's name: "" for a generateName create, as kube's.
+                    attrs.obj = obj
                     await self.admission.validate(attrs)
                 if dry_run:
                     written = True
