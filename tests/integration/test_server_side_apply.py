@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client, config
-from support.procs import ChainHandle
+from support.procs import ChainHandle, kubectl_params
 
 pytestmark = pytest.mark.integration
 
 NS = "ssa"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
+#: Every kubectl the issue names, 1.27 to 1.33 (each skipped, with the reason, where it is missing).
+KUBECTL_VERSIONS = kubectl_params("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -185,7 +187,7 @@ def test_duplicate_list_keys_answer_as_kube(chain: ChainHandle) -> None:
     assert chain.json("GET", f"{DEP}/dup1")[0] == 404
 
 
-@pytest.mark.parametrize("version", ["1.27", "1.30", "1.33"])
+@pytest.mark.parametrize("version", KUBECTL_VERSIONS)
 def test_kubectl_server_side_apply(chain: ChainHandle, tmp_path: Any, version: str) -> None:
     name = "k" + version.replace(".", "")
     manifest = tmp_path / "dep.yaml"
@@ -252,7 +254,7 @@ def test_crd_list_map_keys_shared_by_two_managers(chain: ChainHandle) -> None:
     assert [r["host"] for r in obj["spec"]["rules"]] == ["b"]
 
 
-@pytest.mark.parametrize("version", ["1.27", "1.30", "1.33"])
+@pytest.mark.parametrize("version", KUBECTL_VERSIONS)
 def test_kubectl_client_side_to_server_side_and_back(chain: ChainHandle, tmp_path: Any, version: str) -> None:
     name = "m" + version.replace(".", "")
     manifest = tmp_path / "dep.yaml"
