@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 from genericapi.apimachinery import errors as apierrors
+from genericapi.httpclient import new_session
 from genericapi.registry.connect import ConnectResponse
 from genericapi.server.proxy import HOP_BY_HOP
 
@@ -43,9 +44,7 @@ class Upstream:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
-                auto_decompress=False)
+            self._session = new_session(connect_timeout=CONNECT_TIMEOUT, passthrough=True)
         return self._session
 
     async def close(self) -> None:

@@ -17,6 +17,7 @@ import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.links import http_base, unix_socket_path
 from genericapi.apimachinery.user import UserInfo
+from genericapi.httpclient import new_session
 
 from .types import CONTROLLER_USER
 
@@ -54,15 +55,7 @@ class Transport:
     def _session(self, base: str) -> aiohttp.ClientSession:
         session = self._sessions.get(base)
         if session is None or session.closed:
-            socket_path = unix_socket_path(base)
-            connector: aiohttp.BaseConnector
-            if socket_path is not None:
-                connector = aiohttp.UnixConnector(path=socket_path, limit=0, keepalive_timeout=60)
-            else:
-                connector = aiohttp.TCPConnector(limit=0, ssl=self._ssl if self._ssl else False,
-                                                 keepalive_timeout=60)
-            session = self._sessions[base] = aiohttp.ClientSession(
-                connector=connector, timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+            session = self._sessions[base] = new_session(ssl_context=self._ssl, unix_path=unix_socket_path(base))
         return session
 
     async def close(self) -> None:

@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.links import http_base, unix_socket_path
+from genericapi.httpclient import new_session
 
 from .unixhttp import UnixHTTPPool, UnixResponse, UpstreamClosed
 
@@ -98,21 +99,12 @@ class ReverseProxy:
         if socket_path is not None:
             unix = self._unix_sessions.get(socket_path)
             if unix is None or unix.closed:
-                unix = self._unix_sessions[socket_path] = self._new_session(
-                    aiohttp.UnixConnector(path=socket_path, limit=self._limit, keepalive_timeout=60))
+                unix = self._unix_sessions[socket_path] = new_session(unix_path=socket_path, limit=self._limit,
+                                                                      passthrough=True)
             return unix
         if self._session is None or self._session.closed:
-            self._session = self._new_session(aiohttp.TCPConnector(
-                limit=self._limit, ssl=self._ssl if self._ssl else False, keepalive_timeout=60,
-                ttl_dns_cache=300))
+            self._session = new_session(ssl_context=self._ssl, limit=self._limit, passthrough=True)
         return self._session
-
-    @staticmethod
-    def _new_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(
-            connector=connector, auto_decompress=False,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
-            skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"))
 
     async def fetch(self, base: str, path: str, limit_seconds: float = 3.0) -> tuple[int, bytes]:
         """A plain GET to an upstream (health and discovery checks)."""

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver
 from genericapi.controllers import Controller, Informer, ResourceClient
+from genericapi.httpclient import new_session
 from genericapi.registry.meta import now_rfc3339
 
 from .types import AVAILABLE, name_of, service_ref, set_condition, spec
@@ -88,7 +89,7 @@ class HTTPProber:
 
     async def __call__(self, url: str) -> str | None:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ctx, force_close=True))
+            self._session = new_session(ssl_context=self._ctx, force_close=True)
         try:
             async with self._session.get(url, headers=PROBE_HEADERS, allow_redirects=False,
                                          timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as resp:

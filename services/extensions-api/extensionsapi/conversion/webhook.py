@@ -25,6 +25,7 @@ import aiohttp
 import orjson
 from cryptography import x509
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver, host_port
+from genericapi.httpclient import new_session
 from yarl import URL
 
 from .review import ReviewError
@@ -217,8 +218,7 @@ class WebhookClient:
         if self._session is None or self._session.closed:
             if self._ssl is None:
                 self._ssl = ssl_context(self._ca_bundle, self._client_cert)
-            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=64, keepalive_timeout=60)
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+            self._session = new_session(ssl_context=self._ssl, limit=64)
         return self._session
 
     def _base(self) -> str:

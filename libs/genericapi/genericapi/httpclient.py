@@ -1,0 +1,50 @@
+"""The project's one HTTP client session factory.
+
+Every outbound HTTP client of the chain (the gateway's reverse proxy, the controllers' transport
+to other members, core-api's upstream proxy for connect subresources, APIService availability
+probes, conversion and admission webhooks, the audit webhook) is an aiohttp session made here, so
+that they agree on what matters across the project: pooled keep-alive connections (unbounded
+unless a caller bounds them: an open watch holds one), a connect timeout so an unreachable peer
+fails fast, no overall timeout unless asked (watches and long LISTs stream), and for proxies the
+bytes passed through as they came (no decompression, no headers of aiohttp's own).
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import aiohttp
+
+__all__ = ["CONNECT_TIMEOUT", "KEEPALIVE_SECONDS", "new_session"]
+
+#: Seconds to open a connection (TCP and TLS handshake) before the call fails.
+CONNECT_TIMEOUT = 5.0
+#: Seconds an idle pooled connection is kept.
+KEEPALIVE_SECONDS = 60.0
+
+
+def new_session(*, ssl_context: ssl.SSLContext | bool | None = None, unix_path: str | None = None,
+                limit: int = 0, force_close: bool = False, total_timeout: float | None = None,
+                connect_timeout: float = CONNECT_TIMEOUT, passthrough: bool = False) -> aiohttp.ClientSession:
+    """A pooled session: TCP (TLS with ``ssl_context``; None or False: plain, or TLS without
+    verification for https URLs as aiohttp's ``ssl=False``) or one Unix socket (``unix_path``).
+
+    ``limit``: connections at most (0: unbounded). ``force_close``: one connection per request
+    (probes that must see a fresh handshake). ``total_timeout``: a bound on every call (None:
+    none; callers may pass their own per call). ``passthrough``: a proxy's session, bodies
+    left compressed and no User-Agent, Accept-Encoding or Content-Type added by aiohttp.
+    """
+    keepalive = None if force_close else KEEPALIVE_SECONDS
+    connector: aiohttp.BaseConnector
+    if unix_path is not None:
+        connector = aiohttp.UnixConnector(path=unix_path, limit=limit, keepalive_timeout=keepalive,
+                                          force_close=force_close)
+    else:
+        connector = aiohttp.TCPConnector(limit=limit, ssl=ssl_context if ssl_context else False,
+                                         keepalive_timeout=keepalive, force_close=force_close,
+                                         ttl_dns_cache=300)
+    timeout = aiohttp.ClientTimeout(total=total_timeout, sock_connect=connect_timeout)
+    if passthrough:
+        return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
+                                     skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"))
+    return aiohttp.ClientSession(connector=connector, timeout=timeout)
