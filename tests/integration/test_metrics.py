@@ -187,7 +187,13 @@ def test_metrics_need_system_monitoring_under_rbac(chain: ChainHandle, namespace
     account = f"scraper-{version.replace('.', '')}"
     chain.kubectl("create", "serviceaccount", account, "-n", namespace)
     token = chain.kubectl("create", "token", account, "-n", namespace).stdout.strip()
-    assert chain.request("GET", "/metrics", auth=False)[0] == 401
+    assert chain.request("GET", "/metrics", auth=False, headers={"Authorization": "Bearer not-a-token"})[0] == 401
+    status, _h, body = chain.request("GET", "/metrics", auth=False)  # no credentials
+    if chain.chain.anonymous_auth:  # kube's default: system:anonymous, refused by RBAC
+        assert status == 403
+        assert json.loads(body)["message"] == 'forbidden: User "system:anonymous" cannot get path "/metrics"'
+    else:
+        assert status == 401
     status, _h, body = chain.request("GET", "/metrics", auth=False, headers={"Authorization": f"Bearer {token}"})
     assert status == 403
     assert json.loads(body)["message"] == (f'forbidden: User "system:serviceaccount:{namespace}:{account}" cannot get '
