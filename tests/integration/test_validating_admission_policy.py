@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from support.procs import ChainHandle, kubectl_params
 from support.waiting import eventually
+from test_audit import by_id, read_events, wait_events
 
 pytestmark = pytest.mark.integration
 
@@ -240,6 +241,56 @@ def test_warn_and_audit_let_the_write_through_with_a_warning(chain: ChainHandle,
         assert warning in proc.stderr and "created" in proc.stdout
     finally:
         cleanup(chain, name)
+
+
+def test_warn_and_audit_on_a_custom_resource_with_a_custom_resource_param(chain: ChainHandle, ns: str,
+                                                                         widgets: None) -> None:
+    """Warn and Audit together, on a custom resource (extensions-api) checked against a param of
+    another kind's object: the write goes through with kube's Warning header and the
+    validation_failure audit annotation in the gateway's audit event."""
+    name = "widget-size-audited"
+    limit = widget("size-limit", ns, max=5)
+    apply(chain, limit)
+    apply(chain, vap(name, {"paramKind": {"apiVersion": "vap.example.com/v1", "kind": "Widget"},
+                            "matchConstraints": rules("vap.example.com", "widgets", ops=("CREATE",)),
+                            "matchConditions": [{"name": "not-the-limit",
+                                                 "expression": "object.metadata.name != 'size-limit'"}],
+                            "validations": [{"expression": "object.spec.size <= params.spec.max",
+                                             "messageExpression": "'size ' + string(object.spec.size) + "
+                                                                  "' is over ' + string(params.spec.max)"}]}),
+          binding(f"{name}-binding", name, ["Warn", "Audit"],
+                  paramRef={"name": "size-limit", "parameterNotFoundAction": "Deny"}))
+
+    def log() -> list[dict[str, Any]]:
+        return read_events([chain.chain.audit_log(0)])
+
+    message = "size 9 is over 5"
+    try:
+        n = 0
+
+        def warned() -> Any:
+            nonlocal n
+            n += 1
+            audit_id = f"vap-audit-{uuid.uuid4()}"
+            status, headers, _ = chain.request("POST", f"/apis/vap.example.com/v1/namespaces/{ns}/widgets",
+                                               widget(f"big-{n}", ns, size=9), headers={"Audit-ID": audit_id})
+            assert status == 201
+            return (audit_id, headers["warning"]) if headers.get("warning") else None
+
+        audit_id, warning = eventually(warned, timeout=20, what="the Warn action's warning")
+        assert warning == (f'299 - "Validation failed for ValidatingAdmissionPolicy \'{name}\' with binding '
+                           f'\'{name}-binding\': {message}"')
+        [event] = wait_events(log, by_id(audit_id))
+        failure = json.loads(event["annotations"]["validation.policy.admission.k8s.io/validation_failure"])
+        assert failure == [{"message": message, "policy": name, "binding": f"{name}-binding", "expressionIndex": 0,
+                            "validationActions": ["Warn", "Audit"]}]
+        # A widget within the param's limit: neither warned nor annotated.
+        status, headers, _ = chain.request("POST", f"/apis/vap.example.com/v1/namespaces/{ns}/widgets",
+                                           widget("small", ns, size=2))
+        assert status == 201 and "warning" not in headers
+    finally:
+        cleanup(chain, name)
+        chain.kubectl("delete", "widgets.vap.example.com", "--all", "-n", ns, check=False)
 
 
 def test_bad_policies_and_bindings_are_refused_with_kubes_field_errors(chain: ChainHandle) -> None:
