@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from aggregator import apiservicemetrics
+from aggregator.metricsmerge import merge
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 
 def apiservice(name: str, status: str | None, reason: str = "") -> dict[str, Any]:
@@ -39,8 +41,16 @@ class Cache:
             handler("MODIFIED", new, old)
 
 
+REGISTRY = CollectorRegistry()
+
+
 def total(name: str, reason: str) -> float:
-    return apiservicemetrics.UNAVAILABLE_TOTAL.labels(name, reason)._value.get()
+    for family in text_string_to_metric_families(generate_latest(REGISTRY).decode()):
+        for sample in family.samples:
+            if sample.name == "aggregator_unavailable_apiservice_total" and sample.labels == {"name": name,
+                                                                                           "reason": reason}:
+                return sample.value
+    return 0.0
 
 
 def test_gauge_and_counter_as_kube_reports_them() -> None:
@@ -48,7 +58,7 @@ def test_gauge_and_counter_as_kube_reports_them() -> None:
     metrics_api = apiservice("v1beta1.metrics.k8s.io", "True", "Passed")
     fresh = apiservice("v1.example.com", None)
     cache = Cache([metrics_api, local, fresh])
-    registry = CollectorRegistry()
+    registry = REGISTRY
     leader = [True]
     apiservicemetrics.install(cache, lambda: leader[0], registry)
     text = generate_latest(registry).decode()
@@ -78,6 +88,17 @@ def test_gauge_and_counter_as_kube_reports_them() -> None:
     cache.modify(cache.objs[0], up)
     cache.modify(up, again)
     assert total("v1beta1.metrics.k8s.io", "UnknownReason") == 1  # a condition with no reason
+    text = generate_latest(registry).decode()
+    assert ("# HELP aggregator_unavailable_apiservice_total [ALPHA] Counter of APIServices which are marked as "
+            "unavailable broken down by APIService name and reason.\n"
+            "# TYPE aggregator_unavailable_apiservice_total counter\n") in text
+    # The gateway's merge keeps the gauge and the counter apart (their families share a base name).
+    merged = merge(text, [text]).decode()
+    assert 'aggregator_unavailable_apiservice{name="v1."} 0.0' in merged
+    assert ('aggregator_unavailable_apiservice_total{name="v1beta1.metrics.k8s.io",reason="MissingEndpoints"} 2.0'
+            in merged)
+    assert "# TYPE aggregator_unavailable_apiservice gauge" in merged
+    assert "# TYPE aggregator_unavailable_apiservice_total counter" in merged
     # A deleted APIService leaves the gauge (kube's ForgetAPIService).
     cache.objs.remove(again)
-    assert "metrics.k8s.io" not in generate_latest(registry).decode()
+    assert 'aggregator_unavailable_apiservice{name="v1beta1.metrics.k8s.io"}' not in generate_latest(registry).decode()

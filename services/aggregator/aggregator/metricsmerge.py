@@ -118,18 +118,20 @@ class _Merged(Collector):
 def merge(own: str, members: list[str]) -> bytes:
     """One exposition from several: same-labelled series added up (the largest kept for shared
     gauges), members' per-process series left out."""
-    families: dict[str, Metric] = {}
-    values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], list[Any]]] = {}
+    # Keyed by name and type: the parser names a counter family without its "_total", so a counter
+    # and a gauge can share a name (aggregator_unavailable_apiservice and its _total, as kube has).
+    families: dict[tuple[str, str], Metric] = {}
+    values: dict[tuple[str, str], dict[tuple[str, tuple[tuple[str, str], ...]], list[Any]]] = {}
     for index, text in enumerate([own, *members]):
         for family in text_string_to_metric_families(text):
             if index and family.name.startswith(PER_PROCESS):
                 continue
-            merged = families.get(family.name)
+            fkey = (family.name, family.type)
+            merged = families.get(fkey)
             if merged is None:
-                merged = families[family.name] = Metric(family.name, family.documentation, family.type,
-                                                        family.unit)
-                values[family.name] = {}
-            series = values[family.name]
+                merged = families[fkey] = Metric(family.name, family.documentation, family.type, family.unit)
+                values[fkey] = {}
+            series = values[fkey]
             keep_max = family.type == "gauge" and family.name in SHARED_GAUGES
             for sample in family.samples:
                 key = (sample.name, tuple(sorted(sample.labels.items())))
@@ -140,7 +142,7 @@ def merge(own: str, members: list[str]) -> bytes:
                     seen[2] = max(seen[2], sample.value)
                 else:
                     seen[2] += sample.value
-    for name, merged in families.items():
-        merged.samples = [Sample(n, labels, value) for n, labels, value in values[name].values()]
+    for fkey, merged in families.items():
+        merged.samples = [Sample(n, labels, value) for n, labels, value in values[fkey].values()]
     registry_like = _Merged(list(families.values()))
     return generate_latest(registry_like)  # type: ignore[arg-type]
