@@ -39,7 +39,7 @@ CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinitio
                                   "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
 
 
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 40.0) -> Any:
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         got = check()

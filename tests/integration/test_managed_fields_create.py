@@ -90,8 +90,9 @@ def test_kubectl_expose_service(chain: ChainHandle) -> None:
 
 
 def test_hpa_scale_target_ref_is_a_value_struct(chain: ChainHandle) -> None:
-    chain.kubectl("autoscale", "-n", NS, "deployment", "web", "--max=10", "--cpu-percent=10", version="1.33")
-    got = entry(chain, "hpa/web")
+    chain.kubectl("create", "-n", NS, "deployment", "scaled", "--image=nginx", version="1.33")
+    chain.kubectl("autoscale", "-n", NS, "deployment", "scaled", "--max=10", "--cpu-percent=10", version="1.33")
+    got = entry(chain, "hpa/scaled")
     assert (got["manager"], got["apiVersion"]) == ("kubectl-autoscale", "autoscaling/v2")
     assert got["fieldsV1"] == {"f:spec": {"f:maxReplicas": {}, "f:metrics": {}, "f:minReplicas": {},
                                           "f:scaleTargetRef": {"f:apiVersion": {}, "f:kind": {}, "f:name": {}}}}

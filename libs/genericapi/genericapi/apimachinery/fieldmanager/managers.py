@@ -295,8 +295,8 @@ class FieldManager:
         ignored = self.reset.get(subresource)
         if ignored is None:
             return cmp
-        return Comparison(cmp.added.recursive_difference(ignored), cmp.modified.recursive_difference(ignored),
-                          cmp.removed.recursive_difference(ignored))
+        return Comparison(_without(cmp.added, ignored), _without(cmp.modified, ignored),
+                          _without(cmp.removed, ignored))
 
     def _update_sets(self, live: Any, new: Any, managed: Managed, self_ident: str,
                      force: bool, subresource: str) -> Comparison:
@@ -382,7 +382,7 @@ class FieldManager:
             taken = changed(live_cmp, seen, self.root)
             ignored = self.reset.get(subresource)
             if ignored is not None:
-                taken = taken.recursive_difference(ignored)
+                taken = _without(taken, ignored)
         if unowned is not None:
             taken = taken.recursive_difference(unowned)
         if not taken.empty():
@@ -462,7 +462,7 @@ class FieldManager:
         applied = to_field_set(config, self.root)
         ignored = self.reset.get(subresource)
         if ignored is not None:
-            applied = applied.recursive_difference(ignored)
+            applied = _without(applied, ignored)
         managed[ident] = Entry(applied, self.api_version, True, previous_time)
         if last is not None and (last.api_version != self.api_version
                                  or not last.fields.difference(applied).empty()):
@@ -549,6 +549,15 @@ def _build_last_applied(config: dict[str, Any]) -> str:
         annotations = {k: v for k, v in meta["annotations"].items() if k != LAST_APPLIED}
         config = {**config, "metadata": {**meta, "annotations": annotations}}
     return pathelement.go_json(config) + "\n"
+
+
+def _without(fs: FieldSet, ignored: FieldSet) -> FieldSet:
+    """``fs.recursive_difference(ignored)``; ``fs`` itself (no copy) when no path element of
+    ``ignored``'s top level is in it, as for most writes (a main-resource write without status)."""
+    top = fs.members.union(fs.children)
+    if top.isdisjoint(ignored.members) and top.isdisjoint(ignored.children):
+        return fs
+    return fs.recursive_difference(ignored)
 
 
 def _or_empty(v: Any) -> Any:
