@@ -135,3 +135,25 @@ def test_audit_ids_are_version_4_uuids() -> None:
     for text in ids:
         parsed = uuid.UUID(text)
         assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_the_writer_keeps_up_with_a_busy_event_loop() -> None:
+    """The writer yields the GIL now and then, not after every event: a thread that never blocks (a
+    busy event loop) hands it back only every switch interval, and an event per turn would fill the
+    queue and drop events (it did, one event per 5 ms)."""
+    from aggregator.audit.event import Event
+
+    backend = Collected()
+    audit_sink = sink.AuditSink([backend])
+    dropped = sink.BUFFERED_ERRORS._value.get()
+    audit_sink.start()
+    n = 20_000
+    try:
+        for i in range(n):
+            sum(range(2500))  # the rest of a request's work (tens of µs), holding the GIL
+            audit_sink.process(Event("Metadata", f"id-{i}", "/api", "get", ALICE, ["10.0.0.7"], "ua", None,
+                                     1_700_000_000.0).final("ResponseComplete"))
+    finally:
+        audit_sink.stop(timeout=60)
+    assert sink.BUFFERED_ERRORS._value.get() == dropped
+    assert len(backend.docs) == n and backend.docs[-1]["auditID"] == f"id-{n - 1}"

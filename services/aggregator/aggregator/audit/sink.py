@@ -9,7 +9,7 @@ webhook backend passes it to its batching task on the event loop. Metrics carry 
 The queue is a ``deque`` (appends and pops are atomic) rather than ``queue.Queue``, whose lock and
 condition cost the event loop a few µs per event; the writer is woken only when it sleeps on an
 empty queue, and otherwise takes what has piled up at each pass. Rendering is Python work that holds
-the GIL: the writer yields it after every event so the event loop never waits long for it.
+the GIL: the writer yields it every millisecond so the event loop never waits long for it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ LEVELS = Counter("apiserver_audit_level_total", "Counter of policy levels for au
                  ["level"])
 BUFFERED_ERRORS = ERRORS.labels("buffered")
 
+#: Seconds the writer renders before it yields the GIL to the event loop.
+WRITER_SLICE = 0.001
 #: kube's defaultBatchBufferSize: events held before new ones are dropped.
 DEFAULT_BUFFER_SIZE = 10000
 
@@ -116,14 +118,19 @@ class AuditSink:
             while self._queue and len(batch) < 512:
                 batch.append(self._queue.popleft())
             docs = []
+            slice_end = time.monotonic() + WRITER_SLICE
             for ev in batch:
                 try:
                     docs.append(render(ev))
                 except Exception as err:
                     plugin_error("render", err, 1)
-                # Hand the GIL back after each event: the event loop waiting for it would otherwise
-                # stall until the interpreter's switch interval (5 ms) forces this thread to let go.
-                time.sleep(0)
+                if time.monotonic() >= slice_end:
+                    # Hand the GIL back: the event loop waiting for it would otherwise stall until the
+                    # interpreter's switch interval (5 ms) forces this thread to let go. Not after every
+                    # event: a busy loop gives the GIL back only at that interval, and the writer would
+                    # render one event per turn and fall behind.
+                    time.sleep(0)
+                    slice_end = time.monotonic() + WRITER_SLICE
             if docs:
                 for backend in self.backends:
                     try:
