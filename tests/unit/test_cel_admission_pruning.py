@@ -1,14 +1,17 @@
-"""Admission CEL hands the interpreter only the parts of each variable the expressions read, and
-binds each variable once per activation (genericapi.apimachinery.cel.admission). Neither may ever
-change a result: these tests run the same expressions with whole values and with pruned ones, over
-hand-picked edge cases (has(), indexing, macros, shadowing, string literals, comments, null
-oldObject, variables, messageExpression, auditAnnotations) and over expressions and objects
+"""Admission CEL hands the interpreter only the parts of each variable the expressions read, binds
+each variable once per activation, and runs an expression that calls none of kube's library
+functions in a context without them (genericapi.apimachinery.cel.admission). None of it may ever
+change a result: these tests run the same expressions with whole values and with pruned ones, and
+in the context with every function, over hand-picked edge cases (has(), indexing, macros,
+shadowing, string literals, comments, null oldObject, variables, messageExpression,
+auditAnnotations, library calls, fields named like functions) and over expressions and objects
 Hypothesis generates, and compare every value and every error text.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from genericapi.apimachinery.admission import CREATE, UPDATE, Attributes
@@ -74,11 +77,14 @@ def assert_same(exprs: list[Expression], obj: Any, old: Any, params: Any = None,
     stops at the first error (``m.all(k, ...)`` over keys where one is false and one fails), so an
     outcome that differs is accepted only if whole values also give it on some of 30 more runs."""
     whole, pruned = both(exprs, obj, old, params, request, namespace)
+    forced = [dataclasses.replace(e, functions=True) for e in exprs]
+    with_functions, _ = both(forced, obj, old, params, request, namespace)
     for i, e in enumerate(exprs):
-        if pruned[i] == whole[i]:
-            continue
-        seen = [both([e], obj, old, params, request, namespace)[0][0] for _ in range(30)]
-        assert pruned[i] in seen, (e.source, pruned[i], seen)
+        for other in (pruned[i], with_functions[i]):
+            if other == whole[i]:
+                continue
+            seen = [both([e], obj, old, params, request, namespace)[0][0] for _ in range(30)]
+            assert other in seen, (e.source, other, seen)
 
 
 CONFIGMAP: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
@@ -139,6 +145,15 @@ EDGE_CASES = [
     "namespaceObject.metadata.name",
     "namespaceObject == null",
     "object.metadata.labels.x == '1' ? object.data : oldObject.data",
+    "object.metadata.name.upperAscii() == 'C'",
+    "object.data.big.indexOf('x') == 0",
+    "quantity('1Gi').isGreaterThan(quantity('1Mi'))",
+    "object.metadata.name.nosuchfunction()",
+    "nosuchfunction(object)",
+    "object.spec.name == null",
+    "has(object.metadata.namespace) && object.metadata.namespace == 'ns'",
+    "string(object.spec.x) + object.metadata.name",
+    "object.data.k.size() == 1",
 ]
 
 
@@ -177,12 +192,9 @@ def test_edge_cases_give_the_same_outcome_pruned_or_whole() -> None:
     ns = {"metadata": {"name": "ns", "labels": {"a": "b"}}, "spec": {}, "status": {}}
     for old_obj in (None, old):
         for params in (None, {"spec": {"x": 1}, "data": {"a": "b"}}):
-            whole, pruned = both(exprs, CONFIGMAP, old_obj, params, namespace=ns)
-            assert pruned == whole
-            # each expression alone (the narrowest pruning) as well
-            for e in exprs:
-                assert both([e], CONFIGMAP, old_obj, params, namespace=ns)[1] == both([e], CONFIGMAP, old_obj,
-                                                                                     params, namespace=ns)[0]
+            assert_same(exprs, CONFIGMAP, old_obj, params, namespace=ns)
+            for e in exprs:  # each expression alone (the narrowest pruning) as well
+                assert_same([e], CONFIGMAP, old_obj, params, namespace=ns)
     whole, _ = both(exprs, CONFIGMAP, old, {"spec": {"x": 1}}, namespace=ns)
     assert ("value", True) in whole and any(kind == "error" for kind, _ in whole)  # both kinds are exercised
 
@@ -200,6 +212,14 @@ def test_variables_composed_from_pruned_values() -> None:
         whole, pruned = both(exprs, CONFIGMAP, old_obj, composition=comp)
         assert pruned == whole
         assert whole[1] == ("value", True)
+
+
+def test_calls_of_library_functions_are_found() -> None:
+    assert not compile_expression("object.metadata.name.size() < 64 && has(object.spec.name)").functions
+    assert not compile_expression("object.metadata.namespace == 'find(' && size(object) > 0").functions
+    assert compile_expression("object.metadata.name.lowerAscii() == 'a'").functions
+    assert compile_expression("quantity('1')").functions
+    assert compile_expression("authorizer.group('').resource('pods').check('get').allowed()").functions
 
 
 def test_activations_interleaved_on_one_thread_keep_their_own_values() -> None:

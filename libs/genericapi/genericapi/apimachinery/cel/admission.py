@@ -23,7 +23,9 @@ parts of ``object``, ``oldObject``, ``request``, ``params`` and ``namespaceObjec
 read (``read_paths``, ``merge_paths``, ``prune``): a field selected by name, at most two deep, is kept
 whole; a variable used any other way (indexed, passed to a function, iterated, compared) is kept
 whole. Pruning drops only siblings no expression names, so no result or error text changes
-(tests/unit/test_cel_admission_pruning.py compares both ways over generated expressions).
+(tests/unit/test_cel_admission_pruning.py compares both ways over generated expressions). Binding a
+variable makes the interpreter rebuild its environment, kube's library functions included, so an
+expression that calls none of them runs in a second context that has none.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class Expression:
     refs: frozenset[str] = frozenset()
     #: Per variable, the field paths (at most two deep) the expression reads; None: the whole value.
     paths: dict[str, frozenset[tuple[str, ...]] | None] = field(default_factory=dict)
+    #: Whether it may call one of kube's library functions (else it runs in a context without them).
+    functions: bool = True
 
 
 Paths = dict[str, "frozenset[tuple[str, ...]] | None"]
@@ -152,9 +156,14 @@ def compile_expression(source: str) -> Expression:
     # Bound for this expression: what the interpreter says it reads and, in case that misses one,
     # every admission variable's name among its tokens (a name left out would keep the value another
     # request bound in the shared context).
+    functions = True
     try:
         refs = frozenset(program.variables()) & ADMISSION_VARIABLES
-        refs |= frozenset(text for kind, text in _code_tokens(source) if kind == "ident") & ADMISSION_VARIABLES
+        toks = _code_tokens(source)
+        refs |= frozenset(text for kind, text in toks if kind == "ident") & ADMISSION_VARIABLES
+        # A library function is called as ``f(`` or ``x.f(``: without one the plain context does.
+        functions = any(kind == "ident" and text in _ALL_FUNCTIONS and i + 1 < len(toks) and toks[i + 1][1] == "("
+                        for i, (kind, text) in enumerate(toks))
     except Exception:
         refs = ADMISSION_VARIABLES
     try:
@@ -163,7 +172,7 @@ def compile_expression(source: str) -> Expression:
         paths = {}
     # A variable the scan did not see as read (it reads it some other way): bound whole.
     paths = {name: paths.get(name) for name in refs & _PRUNABLE}
-    return Expression(source, program, "", names, refs, paths)
+    return Expression(source, program, "", names, refs, paths, functions)
 
 
 def user_info(attrs: Attributes) -> dict[str, Any]:
@@ -258,11 +267,14 @@ class Activation:
         """The thread's context with what ``expr`` reads bound. Converting a value into the
         interpreter costs more than most evaluations, so each value is bound once per activation
         (evaluation is synchronous: no other activation uses the context in between)."""
-        ctx = getattr(_contexts, "ctx", None)
-        if ctx is None:
-            ctx = _contexts.ctx = celrust.Context(functions=_ALL_FUNCTIONS)
-            _contexts.bound = {}
-        bound: dict[str, Any] = _contexts.bound
+        # Two contexts per thread: with kube's library functions and without. Binding a variable
+        # makes the interpreter rebuild its environment, wrapped functions included, so an
+        # expression that calls none runs where there are none to rebuild.
+        envs: dict[bool, tuple[Any, dict[str, Any]]] | None = getattr(_contexts, "envs", None)
+        if envs is None:
+            envs = _contexts.envs = {True: (celrust.Context(functions=_ALL_FUNCTIONS), {}),
+                                     False: (celrust.Context(), {})}
+        ctx, bound = envs[expr.functions]
         for name in expr.refs:
             if name == "variables":
                 ctx.add_variable("variables", {n: self._values[n] for n in names if n in self._values})
