@@ -13,7 +13,7 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -268,6 +268,61 @@ def test_audit_annotations_join_the_requests_audit_event(env: Env) -> None:
         time.sleep(0.3)
     [event] = wait_events(log, by_id(audit_id))
     assert event["annotations"]["audited.w13.example.com/checked"] == "yes"
+
+
+def _audited_create(env: Env, until: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
+    """POST ConfigMaps (generateName) with an Audit-ID until the request's audit event satisfies ``until``."""
+    log = session_log(env.chain)
+    deadline = time.monotonic() + 30
+    while True:  # configurations take effect once the services' watch caches have them
+        audit_id = f"w13-{uuid.uuid4()}"
+        status, _, _ = env.chain.request("POST", f"/api/v1/namespaces/{env.ns}/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "a-"}},
+            headers={"Audit-ID": audit_id})
+        assert status == 201
+        [event] = wait_events(log, by_id(audit_id))
+        if until(event):
+            return event
+        assert time.monotonic() < deadline, what
+        time.sleep(0.3)
+
+
+def test_kubes_mutation_and_failed_open_audit_annotations(env: Env) -> None:
+    port = _closed_port()
+    mutating = env.register("MutatingWebhookConfiguration",
+                            env.webhook("stamp.w13.example.com", "/label/key=stamp/value=1"),
+                            env.webhook("same.w13.example.com", "/allow"),
+                            env.webhook("down-m.w13.example.com", url=f"https://127.0.0.1:{port}/m",
+                                        failurePolicy="Ignore"))
+    env.register("ValidatingWebhookConfiguration",
+                 env.webhook("down-v.w13.example.com", url=f"https://127.0.0.1:{port}/v", failurePolicy="Ignore"))
+
+    def mutations(event: dict[str, Any]) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in event.get("annotations", {}).items()
+                if k.startswith("mutation.webhook.admission.k8s.io/round_0_index_")}
+
+    event = _audited_create(env, lambda e: len(mutations(e)) == 3
+                            and "failed-open.validating.webhook.admission.k8s.io/round_0_index_0" in e["annotations"],
+                            "kube's webhook annotations")
+    found = sorted(mutations(event).values(), key=lambda v: v["webhook"])
+    assert found == [{"configuration": mutating, "webhook": "down-m.w13.example.com", "mutated": False},
+                     {"configuration": mutating, "webhook": "same.w13.example.com", "mutated": False},
+                     {"configuration": mutating, "webhook": "stamp.w13.example.com", "mutated": True}]
+    annotations = event["annotations"]
+    # the value's field order is kube's (Go struct order)
+    key = next(k for k, v in annotations.items() if k.startswith("mutation.") and "stamp.w13" in v)
+    assert annotations[key] == json.dumps({"configuration": mutating, "webhook": "stamp.w13.example.com",
+                                           "mutated": True}, separators=(",", ":"))
+    failed_open = [k for k, v in annotations.items() if v == "down-m.w13.example.com"]
+    assert len(failed_open) == 1
+    assert failed_open[0].startswith("failed-open.mutation.webhook.admission.k8s.io/round_0_index_")
+    assert failed_open[0].rsplit("_", 1)[1] == mutations_index(annotations, "down-m.w13.example.com")
+    assert annotations["failed-open.validating.webhook.admission.k8s.io/round_0_index_0"] == "down-v.w13.example.com"
+
+
+def mutations_index(annotations: dict[str, str], webhook: str) -> str:
+    key = next(k for k, v in annotations.items() if k.startswith("mutation.") and json.loads(v)["webhook"] == webhook)
+    return key.rsplit("_", 1)[1]
 
 
 def test_a_webhook_accepting_only_v1beta1_gets_a_v1beta1_review(env: Env) -> None:

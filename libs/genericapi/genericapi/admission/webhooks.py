@@ -14,7 +14,12 @@ matchConditions), then calls it:
 A refusal is kube's ``admission webhook "x" denied the request: ...``; a webhook that cannot be
 called (or answers nonsense) fails the write with kube's 500 ``failed calling webhook "x": ...``
 under ``failurePolicy: Fail`` and is skipped under ``Ignore``. Warnings and audit annotations a
-webhook returns go into the admission record.
+webhook returns go into the admission record, with kube's own audit annotations: every mutating
+call's ``mutation.webhook.admission.k8s.io/round_<r>_index_<i>`` (configuration, webhook, mutated)
+and a skipped failure's ``failed-open.mutation.webhook.admission.k8s.io/...`` or
+``failed-open.validating.webhook.admission.k8s.io/...``. kube's Request-level
+``patch.webhook.admission.k8s.io/...`` (the patch itself) is not written: admission records here
+carry no audit level.
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ from .source import Hook, WebhookSource
 log = logging.getLogger(__name__)
 
 MUTATING_PLUGIN = "MutatingAdmissionWebhook"
+MUTATION_ANNOTATION = "mutation.webhook.admission.k8s.io/"
+FAILED_OPEN_MUTATING = "failed-open." + MUTATION_ANNOTATION
+FAILED_OPEN_VALIDATING = "failed-open.validating.webhook.admission.k8s.io/"
 VALIDATING_PLUGIN = "ValidatingAdmissionWebhook"
 
 
@@ -213,20 +221,28 @@ class MutatingWebhook(_WebhookPlugin):
         reinvoking = state is not None and state.is_reinvoke
         if reinvoking and ctx.last_output != attrs.obj:
             ctx.require_reinvoking()  # a plugin after the webhooks changed the object
+        round_ = 1 if reinvoking else 0
         try:
-            for hook in hooks:
+            for index, hook in enumerate(hooks):
                 inv = await self._invocation(hook, attrs)
                 if inv is None or (reinvoking and hook.uid not in ctx.reinvoke):
                     continue
+                suffix = f"round_{round_}_index_{index}"  # kube's webhookAnnotator keys
+                changed = False
                 try:
                     changed = await self._mutate(hook, attrs, inv)
                 except CallFailed as err:
                     if hook.failure_policy == "Ignore":
                         log.warning("Failed calling webhook, failing open %s: %s", hook.name, err)
+                        attrs.add_annotation(f"{FAILED_OPEN_MUTATING}{suffix}", hook.name)
                         if hook.reinvoke:
                             ctx.previously_invoked.add(hook.uid)
                         continue
                     raise apierrors.internal_error(str(err)) from None
+                finally:
+                    # kube annotates every call it makes, refused or failed too (mutated: false)
+                    attrs.add_annotation(f"{MUTATION_ANNOTATION}{suffix}", orjson.dumps(
+                        {"configuration": hook.configuration, "webhook": hook.name, "mutated": changed}).decode())
                 if changed:
                     ctx.require_reinvoking()
                     if state is not None:
@@ -313,10 +329,12 @@ class ValidatingWebhook(_WebhookPlugin):
             return
         results = await asyncio.gather(*(self._one(hook, attrs, inv) for hook, inv in calls),
                                        return_exceptions=True)
-        for (hook, _inv), result in zip(calls, results, strict=True):
+        for index, ((hook, _inv), result) in enumerate(zip(calls, results, strict=True)):
             if isinstance(result, CallFailed):
                 if hook.failure_policy == "Ignore":
                     log.warning("Failed calling webhook, failing open %s: %s", hook.name, result)
+                    # the index among the webhooks this request matched, as kube's dispatcher counts
+                    attrs.add_annotation(f"{FAILED_OPEN_VALIDATING}round_0_index_{index}", hook.name)
                     continue
                 raise apierrors.internal_error(str(result))
             if isinstance(result, BaseException):
