@@ -4,9 +4,10 @@ each backend, as a real 1.33 server lists them.
 The reference is a kubeadm v1.33.1 control plane's ``kubectl get --raw='/readyz?verbose'`` (below).
 kubechain splits kube-apiserver into links, so each link lists the checks of the work it does;
 every name it prints is kube's, except the gateway's ``backends`` (the links behind it), which
-kube has no equivalent for. Checks kubechain has no equivalent for (admission initializer, API
-priority and fairness, identity leases, legacy token tracking, proxy client cert reloading) are
-not listed.
+kube has no equivalent for. Checks kubechain has no equivalent for (admission initializer, the
+APF filter's own hook, identity leases, legacy token tracking, proxy client cert reloading) are
+not listed. API Priority and Fairness is split as the chain is: core-api keeps the configuration
+objects (the producer), the gateway classifies and queues (the consumer).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ KUBE_NAMES = [line[3:-3] for line in KUBE_1_33_READYZ.splitlines() if line.start
 #: What each link runs of kube-apiserver's list (in kube's order).
 EXPECTED = {
     "aggregator": ["ping", "log", "etcd", "etcd-readiness", "informer-sync",
+                   "poststarthook/priority-and-fairness-config-consumer",
                    "poststarthook/start-kube-aggregator-informers",
                    "poststarthook/apiservice-status-local-available-controller",
                    "poststarthook/apiservice-status-remote-available-controller",
@@ -72,7 +74,8 @@ EXPECTED = {
     "core-api": ["ping", "log", "etcd", "etcd-readiness", "informer-sync",
                  "poststarthook/generic-apiserver-start-informers", "poststarthook/start-system-namespaces-controller",
                  "poststarthook/start-service-ip-repair-controllers", "poststarthook/rbac/bootstrap-roles",
-                 "poststarthook/scheduling/bootstrap-system-priority-classes", "poststarthook/bootstrap-controller",
+                 "poststarthook/scheduling/bootstrap-system-priority-classes",
+                 "poststarthook/priority-and-fairness-config-producer", "poststarthook/bootstrap-controller",
                  "poststarthook/start-kubernetes-service-cidr-controller", "shutdown"],
     "extensions-api": ["ping", "log", "etcd", "etcd-readiness", "informer-sync",
                        "poststarthook/generic-apiserver-start-informers",
@@ -95,7 +98,7 @@ class _Unix(http.client.HTTPConnection):
 
 def get(chain: ChainHandle, link: str, path: str) -> tuple[int, str]:
     if link == "aggregator":
-        status, _h, body = chain.request("GET", path, auth=False)
+        status, _h, body = chain.request("GET", path)  # named checks: system:masters only, as on kube
         return status, body.decode()
     url = chain.chain.backend_urls[link]
     assert url.startswith("unix://")

@@ -1,4 +1,4 @@
-"""kube-apiserver's ``apiserver/bootstrap-system-flowcontrol-configuration`` post-start hook: APF's
+"""kube-apiserver's ``priority-and-fairness-config-producer`` post-start hook: APF's
 mandatory and suggested configuration objects, kept as kube keeps them, and FlowSchemas' ``Dangling``
 condition.
 
@@ -35,7 +35,9 @@ from .defaults import groups as defaulting
 
 log = logging.getLogger(__name__)
 
-HOOK_NAME = "apiserver/bootstrap-system-flowcontrol-configuration"
+#: kube 1.33's name (pkg/registry/flowcontrol/rest PostStartHookName; older releases said
+#: apiserver/bootstrap-system-flowcontrol-configuration).
+HOOK_NAME = "priority-and-fairness-config-producer"
 TRIES = 10
 Obj = dict[str, Any]
 

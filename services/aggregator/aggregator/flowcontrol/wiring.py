@@ -82,7 +82,7 @@ class PriorityAndFairness:
         async def synced() -> bool:
             return view is None or view.ready
 
-        health.add(HEALTH_CHECK, synced, liveness=False)
+        health.add(HEALTH_CHECK, synced)  # a post-start hook: listed by livez and healthz too, as kube lists it
 
     async def start(self) -> None:
         if self.view is not None:
