@@ -341,10 +341,19 @@ def test_type_checking_status_for_a_bad_field_reference(chain: ChainHandle) -> N
         apply(chain, fixed)
 
         def clean() -> Any:
-            obj = json.loads(chain.kubectl("get", "validatingadmissionpolicy", name, "-o", "json").stdout)
+            obj = json.loads(chain.kubectl("get", "validatingadmissionpolicy", name, "-o", "json",
+                                           "--show-managed-fields").stdout)
             st = obj.get("status") or {}
-            return obj if st.get("observedGeneration") == 2 and st.get("typeChecking") == {} else None
-        eventually(clean, timeout=30, what="typeChecking cleared for generation 2")
+            return obj if st.get("observedGeneration") == 2 and "expressionWarnings" not in (
+                st.get("typeChecking") or {}) else None
+        obj = eventually(clean, timeout=30, what="typeChecking cleared for generation 2")
+        # The controller server-side applies an empty typeChecking. kube 1.33's structured-merge-diff
+        # (v4.6) drops a map that pruning emptied, so the status has no typeChecking (kube 1.34's v6
+        # keeps it as {}); the controller still owns the field.
+        assert "typeChecking" not in obj["status"], obj["status"]
+        owned = [e for e in obj["metadata"]["managedFields"] if e.get("subresource") == "status"
+                 and e["manager"] == "validatingadmissionpolicy-status"]
+        assert len(owned) == 1 and "f:typeChecking" in owned[0]["fieldsV1"]["f:status"], owned
     finally:
         cleanup(chain, name)
 
