@@ -47,7 +47,7 @@ from genericapi.server.tracing import Tracing, inject_headers
 from genericapi.storage.etcd import EtcdTLS
 from starlette.types import Receive, Scope, Send
 
-from . import faults_http, filters, masterlease, merged, openapi_merge
+from . import apiservicemetrics, faults_http, filters, masterlease, merged, openapi_merge
 from .accounts import ServiceAccountView
 from .apiservices.layer import APIServiceLayer, LayerConfig
 from .audit.options import AuditOptions, add_audit_flags, build_audit
@@ -447,6 +447,10 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
         apiservices = gateway.apiservices
         if tracing is not None:
             apiservices.server.etcd.instruments.tracer = tracing.tracer
+        # kube-aggregator's aggregator_unavailable_apiservice(_total): counted where the availability
+        # controller writes (the leader), the gauge on every replica.
+        apiservicemetrics.install(apiservices.informer, lambda: apiservices.availability is not None
+                                  and apiservices.availability.running)
 
         async def autoregister_completion() -> bool:
             # Only once every member's discovery is in: what it serves is what must be registered.

@@ -150,6 +150,11 @@ class AvailabilityController(Controller):
         self._running = False
         apiservices.add_handler(lambda _t, obj, _p: self._enqueue(name_of(obj)))
 
+    @property
+    def running(self) -> bool:
+        """True while this replica leads and has synced: it writes the Available conditions."""
+        return self._running
+
     def _enqueue(self, name: str) -> None:
         if self._running and name:
             self.queue.add(name)
