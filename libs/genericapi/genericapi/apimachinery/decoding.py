@@ -18,7 +18,10 @@ from typing import Any
 import orjson
 import yaml
 
-from genericapi.apimachinery import deepjson, errors
+from genericapi.apimachinery import (
+    deepjson,  # noqa: F401  (imported: the recursion limit the stdlib parser needs)
+    errors,
+)
 from genericapi.apimachinery.go_json_errors import go_syntax_error
 
 _FIND_KIND_TYPE = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
@@ -165,8 +168,11 @@ def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, 
     return value, [f'duplicate field "{p}"' for p in paths]
 
 
-#: Nesting kube's decoder allows (Go's encoding/json maxNestingDepth); one level more is a 400.
-MAX_JSON_DEPTH = deepjson.MAX_DEPTH
+#: Nesting a request body may have; one level more is a 400 with Go's scanner text. kube's decoder
+#: allows ``deepjson.MAX_DEPTH`` (10,000): bodies that deep decode here, but serializing, merging and
+#: field-tracking such objects is not yet safe everywhere (a 10,000-deep merge patch ran for minutes),
+#: so requests stay refused past 1,000 levels until every encoder goes through deepjson.
+MAX_JSON_DEPTH = 1_000
 
 
 def _too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
