@@ -28,6 +28,8 @@ class RBACView:
         self._prefixes = {k: f"{base}/{k}/".encode() for k in _KINDS}
         codec = JsonCodec()
         self._caches = {k: WatchCache(client, p, codec, window=100) for k, p in self._prefixes.items()}
+        #: (kind, key prefix) -> (cache revision, objects): a listing is made once per change, not per request.
+        self._lists: dict[tuple[str, str], tuple[int, list[dict[str, Any]]]] = {}
 
     @property
     def ready(self) -> bool:
@@ -44,8 +46,14 @@ class RBACView:
         return cached.obj if cached is not None else None
 
     def _list(self, kind: str, within: str = "") -> Iterable[dict[str, Any]]:
-        items, _rev = self._caches[kind].list(self._prefixes[kind] + within.encode())
-        return [c.obj for c in items]
+        cache = self._caches[kind]
+        hit = self._lists.get((kind, within))
+        if hit is not None and hit[0] == cache.revision:
+            return hit[1]
+        items, revision = cache.list(self._prefixes[kind] + within.encode())
+        objs = [c.obj for c in items]
+        self._lists[(kind, within)] = (revision, objs)
+        return objs
 
     def authorizer(self) -> Union:
         """kube's ``--authorization-mode=RBAC``: ``system:masters`` first, then RBAC over this view."""
