@@ -1,13 +1,19 @@
 """docker-compose.yml, default profile: the stack comes up healthy, kubectl works through the
 published gateway (kubectl 1.33's protobuf bodies included), backends are private, services run as
-non-root and stop cleanly on SIGTERM, and data and credentials survive ``down`` + ``up``."""
+non-root and stop cleanly on SIGTERM, and data and credentials survive ``down`` + ``up``. Hardened
+as a kubeadm cluster: etcd answers only its CA's client certificates, Secrets are stored encrypted,
+RBAC decides, TokenRequest tokens authenticate, and a killed service is restarted by the engine."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +57,85 @@ def assert_protobuf_bodies_work(stack: Stack) -> None:
         assert code == 0 and out.decode().strip() == f"True {pinned_kubectl.description()}", (service, out)
         code, out = stack.container(service).exec_run(["find", "/opt", "/usr", "-name", "kubectl*", "-type", "f"])
         assert code == 0 and not out.strip(), (service, out)
+
+
+PKI = "/var/lib/kubechain/pki"
+
+
+def etcdctl(stack: Stack, *args: str, cert: bool = True) -> tuple[int, str]:
+    """etcdctl in the etcd container, with the services' etcd client certificate or none."""
+    creds = [f"--cacert={PKI}/etcd-ca.crt"]
+    if cert:
+        creds += [f"--cert={PKI}/apiserver-etcd-client.crt", f"--key={PKI}/apiserver-etcd-client.key"]
+    code, out = stack.container("etcd").exec_run(["/usr/local/bin/etcdctl", "--endpoints=https://127.0.0.1:2379",
+                                                  "--dial-timeout=2s", "--command-timeout=3s", *creds, *args])
+    return code, out.decode(errors="replace")
+
+
+def assert_hardened(stack: Stack) -> None:
+    # etcd: nothing without a client certificate of its CA, not over plain HTTP either.
+    code, out = etcdctl(stack, "get", "/registry/namespaces/default", "--keys-only")
+    assert code == 0 and out.strip() == "/registry/namespaces/default", out
+    code, out = etcdctl(stack, "get", "/registry/namespaces/default", "--keys-only", cert=False)
+    assert code != 0 and "/registry" not in out, out
+    code, out = stack.container("etcd").exec_run(["/usr/local/bin/etcdctl", "--endpoints=http://127.0.0.1:2379",
+                                                  "--dial-timeout=2s", "--command-timeout=3s", "get", "/", "--prefix"])
+    assert code != 0, out
+
+    # Secrets encrypted at rest with the certs job's aescbc key.
+    stack.kubectl("create", "secret", "generic", "at-rest", "-n", "compose-test", "--from-literal=k=v")
+    code, out = etcdctl(stack, "get", "/registry/secrets/compose-test/at-rest", "--print-value-only")
+    assert code == 0 and out.startswith("k8s:enc:aescbc:v1:key1:"), out[:80]
+    assert stack.kubectl("get", "secret", "at-rest", "-n", "compose-test", "-o",
+                         "jsonpath={.data.k}").stdout == base64.b64encode(b"v").decode()
+
+    # RBAC with kube's bootstrap policy: nobody but system:masters may do anything at first.
+    assert stack.kubectl("auth", "can-i", "list", "pods", "-n", "compose-test").stdout.strip() == "yes"
+    denied = stack.kubectl("auth", "can-i", "list", "pods", "-n", "compose-test", "--as=alice", check=False)
+    assert denied.stdout.strip() == "no"
+    view = stack.kubectl("get", "clusterrole", "view", "-o", "name").stdout.strip()
+    assert view == "clusterrole.rbac.authorization.k8s.io/view"
+
+    # TokenRequest: core-api signs, the gateway verifies with the shared key; RBAC then decides.
+    stack.kubectl("create", "serviceaccount", "robot", "-n", "compose-test")
+    token = stack.kubectl("create", "token", "robot", "-n", "compose-test").stdout.strip()
+    assert token.count(".") == 2
+    config = yaml.safe_load(stack.kubeconfig.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        ca = Path(tmp) / "ca.crt"
+        ca.write_bytes(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
+
+        def as_robot(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(["kubectl", "--kubeconfig=/dev/null", f"--server=https://127.0.0.1:{stack.port}",
+                                   f"--certificate-authority={ca}", f"--token={token}", *args],
+                                  capture_output=True, text=True, timeout=60)
+
+        forbidden = as_robot("get", "configmaps", "-n", "compose-test")
+        assert forbidden.returncode != 0 and (
+            'User "system:serviceaccount:compose-test:robot" cannot list resource "configmaps"') in forbidden.stderr
+        stack.kubectl("create", "rolebinding", "robot-view", "--clusterrole=view",
+                      "--serviceaccount=compose-test:robot", "-n", "compose-test")
+        allowed = as_robot("get", "configmap", "kept", "-n", "compose-test", "-o", "name")
+        assert allowed.returncode == 0 and allowed.stdout.strip() == "configmap/kept", allowed.stderr
+        bogus = as_robot("get", "configmaps", "-n", "compose-test", f"--token={token[:-4]}AAAA")
+        assert bogus.returncode != 0 and "Unauthorized" in bogus.stderr
+
+
+def assert_restarted_by_the_engine(stack: Stack, service: str, budget: float = 90) -> float:
+    """SIGKILL the service's process from the host (not `docker kill`, which counts as stopped by
+    hand): restart: unless-stopped brings it back, healthy again; the seconds that took."""
+    container = stack.container(service)
+    assert container.attrs["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    before = container.attrs["RestartCount"]
+    os.kill(container.attrs["State"]["Pid"], signal.SIGKILL)
+    killed = time.monotonic()
+    while time.monotonic() - killed < budget:
+        time.sleep(0.5)
+        container.reload()
+        if container.attrs["RestartCount"] > before and container.attrs["State"].get("Health", {}).get(
+                "Status") == "healthy":
+            return time.monotonic() - killed
+    raise AssertionError(f"{service} was not back and healthy {budget}s after SIGKILL: {container.attrs['State']}")
 
 
 @pytest.mark.parametrize("compose", ["v2", "v1"])
@@ -101,6 +186,11 @@ def test_compose_stack_serves_kubectl_and_keeps_data(engine: Engine, compose: st
         gateway = Gateway(stack.kubeconfig, stack.port)
         status, missing = gateway.request("GET", "/apis/example.com/v1/widgets")
         assert status == 404 and missing["reason"] == "NotFound"
+        assert_hardened(stack)
+        for service in ("core-api", "etcd"):
+            print(f"{service} killed: restarted and healthy in {assert_restarted_by_the_engine(stack, service):.1f}s")
+        assert stack.kubectl("get", "configmap", "kept", "-n", "compose-test", "-o",
+                             "jsonpath={.data.color}").stdout == "blue"
         ca_before = config["clusters"][0]["cluster"]["certificate-authority-data"]
 
         # SIGTERM: every service stops cleanly (exit 0) within compose's grace period.
