@@ -26,6 +26,7 @@ from yarl import URL
 
 from genericapi.apimachinery.go_json_errors import go_syntax_error
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver, host_port
+from genericapi.httpclient import new_session
 
 #: Requests in flight to one webhook; more wait (within their timeout) rather than pile up.
 MAX_IN_FLIGHT = 64
@@ -154,9 +155,7 @@ class WebhookClient:
 
     def _session_for(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=ssl_context(self._ca_bundle), limit=MAX_IN_FLIGHT,
-                                             keepalive_timeout=60)
-            self._session = aiohttp.ClientSession(connector=connector)
+            self._session = new_session(ssl_context=ssl_context(self._ca_bundle), limit=MAX_IN_FLIGHT)
         return self._session
 
     def _base(self) -> str:

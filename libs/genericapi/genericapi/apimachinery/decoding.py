@@ -12,16 +12,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import yaml
 
-from genericapi.apimachinery import (
-    deepjson,  # noqa: F401  (imported: the recursion limit the stdlib parser needs)
-    errors,
-)
+from genericapi.apimachinery import deepjson, errors
 from genericapi.apimachinery.go_json_errors import go_syntax_error
 
 _FIND_KIND_TYPE = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
@@ -186,25 +182,7 @@ def _too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
     return None
 
 
-def _openings(body: bytes) -> Iterator[tuple[int, int]]:
-    """(index, nesting depth) of every ``[`` and ``{`` outside strings: an iterative scan."""
-    depth = 0
-    in_string = escaped = False
-    for index, byte in enumerate(body):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            yield index, depth
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+_openings = deepjson.openings
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -24,6 +24,7 @@ import math
 import resource
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -54,12 +55,12 @@ def allow_deep_recursion() -> None:
         sys.setrecursionlimit(RECURSION_LIMIT)
 
 
-def depth_error(data: bytes, limit: int = MAX_DEPTH) -> str | None:
-    """Go's scanner error for a document nested deeper than ``limit`` (the bracket that goes one
-    level too deep), else None. An iterative scan of the bytes: safe for any input."""
+def openings(data: bytes) -> Iterator[tuple[int, int]]:
+    """(index, nesting depth) of every ``[`` and ``{`` outside strings: an iterative scan of the
+    bytes, safe for any input."""
     depth = 0
     in_string = escaped = False
-    for byte in data:
+    for index, byte in enumerate(data):
         if in_string:
             if escaped:
                 escaped = False
@@ -71,10 +72,17 @@ def depth_error(data: bytes, limit: int = MAX_DEPTH) -> str | None:
             in_string = True
         elif byte in (0x5B, 0x7B):
             depth += 1
-            if depth > limit:
-                return f"invalid character '{chr(byte)}' exceeded max depth"
+            yield index, depth
         elif byte in (0x5D, 0x7D):
             depth -= 1
+
+
+def depth_error(data: bytes, limit: int = MAX_DEPTH) -> str | None:
+    """Go's scanner error for a document nested deeper than ``limit`` (the bracket that goes one
+    level too deep), else None."""
+    for index, depth in openings(data):
+        if depth > limit:
+            return f"invalid character '{chr(data[index])}' exceeded max depth"
     return None
 
 

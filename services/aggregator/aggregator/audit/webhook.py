@@ -28,6 +28,7 @@ import aiohttp
 import orjson
 import yaml
 from genericapi.backoff import Backoff
+from genericapi.httpclient import new_session
 
 from .sink import plugin_error
 
@@ -157,8 +158,7 @@ class WebhookBackend:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.target.ssl_context or False),
-                                              timeout=aiohttp.ClientTimeout(total=30))
+        self._session = new_session(ssl_context=self.target.ssl_context, limit=100, total_timeout=30)
         self._task = asyncio.create_task(self._batches(), name="audit-webhook")
 
     def write(self, docs: Sequence[dict[str, Any]]) -> None:
