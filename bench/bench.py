@@ -27,8 +27,12 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from audit_bench import bench_audit
+from audit_bench import line as audit_line
 from genericapi.storage.etcd import EtcdClient
 from proccpu import ProcCPU
+from rbac_bench import bench_rbac
+from rbac_bench import line as rbac_line
 from webhook_bench import bench_webhook
 from webhook_bench import line as webhook_line
 
@@ -130,6 +134,71 @@ async def bench_apply(session: aiohttp.ClientSession, gateway: str, n: int) -> d
     apply_s = await run_concurrently(n, apply)
     merge_s = await run_concurrently(n, merge)
     return {"applies_per_s": n / apply_s, "merge_patches_per_s": n / merge_s, "ratio": merge_s / apply_s}
+
+
+VAP_RULES = [  # three CEL rules of the kind clusters write, all passing for the bench's ConfigMaps
+    {"expression": "object.metadata.name.size() < 64"},
+    {"expression": "!has(object.metadata.labels) || !('forbidden' in object.metadata.labels)",
+     "message": "forbidden label"},
+    {"expression": "object.data.all(k, object.data[k].size() < 4096)",
+     "messageExpression": "'a value is too large in ' + object.metadata.name"},
+]
+
+
+async def bench_vap(session: aiohttp.ClientSession, gateway: str, n: int, cpu: ProcCPU) -> dict[str, Any]:
+    """ConfigMap creates/s with one ValidatingAdmissionPolicy of three CEL rules bound to their namespace
+    / creates/s with none (issue 13: target >= 0.85), in alternating rounds (none, policy, none, policy:
+    the binding is created and deleted between them), with core-api's CPU per create in each mode."""
+    ns = "bench-vap"
+    async with session.post(gateway + "/api/v1/namespaces",
+                            json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}) as r:
+        assert r.status == 201, await r.text()
+    url = gateway + f"/api/v1/namespaces/{ns}/configmaps"
+    admission = gateway + "/apis/admissionregistration.k8s.io/v1"
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": "bench-three-rules"},
+              "spec": {"failurePolicy": "Fail", "validations": VAP_RULES, "matchConstraints": {"resourceRules": [
+                  {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                   "resources": ["configmaps"]}]}}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": "bench-three-rules"},
+               "spec": {"policyName": "bench-three-rules", "validationActions": ["Deny"], "matchResources": {
+                   "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}}
+    async with session.post(f"{admission}/validatingadmissionpolicies", json=policy) as r:
+        assert r.status == 201, await r.text()
+    probe = configmap("probe", 10)
+    probe["metadata"]["labels"] = {"forbidden": "yes"}
+
+    async def in_force(status: int) -> None:  # the watch caches follow: a dry-run create answers `status`
+        for _ in range(300):
+            async with session.post(url + "?dryRun=All", json=probe) as r:
+                if r.status == status:
+                    return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the bench binding never answered {status}")
+
+    seconds: dict[str, list[float]] = {"none": [], "vap": []}
+    core_us: dict[str, list[float]] = {"none": [], "vap": []}
+    for k, mode in enumerate(("none", "vap", "none", "vap")):
+        if mode == "vap":
+            async with session.post(f"{admission}/validatingadmissionpolicybindings", json=binding) as r:
+                assert r.status == 201, await r.text()
+            await in_force(422)
+
+        async def create(i: int, k: int = k) -> None:
+            async with session.post(url, json=configmap(f"v{k}-{i:06d}", 200)) as r:
+                assert r.status == 201, await r.text()
+        before = cpu.snapshot()
+        seconds[mode].append(await run_concurrently(n, create))
+        core_us[mode].append(cpu.per_request(before, cpu.snapshot(), n).get("core-api", 0.0))
+        if mode == "vap":
+            async with session.delete(f"{admission}/validatingadmissionpolicybindings/bench-three-rules") as r:
+                assert r.status == 200, await r.text()
+            await in_force(201)
+    none_s, vap_s = sum(seconds["none"]), sum(seconds["vap"])
+    return {"creates_per_s_none": 2 * n / none_s, "creates_per_s_vap": 2 * n / vap_s, "ratio": none_s / vap_s,
+            "rounds_per_s": {m: [round(n / t) for t in ts] for m, ts in seconds.items()},
+            "core_api_cpu_us_per_create": {m: sum(v) / len(v) for m, v in core_us.items()}}
 
 
 async def bench_gets(session: aiohttp.ClientSession, base: str, n: int) -> dict[str, float]:
@@ -251,6 +320,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 results["webhook"] = await bench_webhook(session, gateway, 1000 if args.quick else 4000,
                                                          run_concurrently, configmap)
                 return results
+            if args.vap_only:
+                results["vap"] = await bench_vap(session, gateway, 1000 if args.quick else 4000,
+                                                 ProcCPU(chain.processes))
+                return results
+            if args.audit_only:
+                results["audit"] = await bench_audit(chain, session, 2000 if args.quick else 10000,
+                                                       run_concurrently)
+                return results
+            if args.rbac_only:
+                results["rbac"] = await bench_rbac(chain, session, 2000 if args.quick else 10000, run_concurrently)
+                return results
             etcd = EtcdClient([chain.etcd_endpoints], tls=chain.etcd_tls)
             cpu = ProcCPU(chain.processes)
             results["create"] = await bench_creates(session, gateway, etcd, 2000 if args.quick else 10000, cpu)
@@ -258,6 +338,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["apply"] = await bench_apply(session, gateway, 1000 if args.quick else 4000)
             results["webhook"] = await bench_webhook(session, gateway, 1000 if args.quick else 4000,
                                                      run_concurrently, configmap)
+            results["vap"] = await bench_vap(session, gateway, 1000 if args.quick else 4000, cpu)
             if args.writes_only:
                 return results
             n = 2000 if args.quick else 10000
@@ -270,6 +351,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 dir_ = await bench_gets(dsession, dbase, n)
             results["get"] = {"gateway": via, "direct": dir_, "rps_ratio": via["rps"] / dir_["rps"],
                               "p99_ratio": via["p99_ms"] / dir_["p99_ms"], "cpu_us": via_cpu}
+            results["audit"] = await bench_audit(chain, session, n, run_concurrently)
+            results["rbac"] = await bench_rbac(chain, session, n, run_concurrently)
             results["list"] = await bench_list(session, gateway, chain)
         results["watch"] = await bench_watchers(gateway, ctx, 200 if args.quick else 1000)
         results["proxy_clients"] = await bench_proxy_clients(gateway, ctx, 1000 if args.quick else 3000)
@@ -289,12 +372,29 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
     parser.add_argument("--writes-only", action="store_true", help="only the create and apply lines")
     parser.add_argument("--webhook-only", action="store_true", help="only the admission webhook line")
+    parser.add_argument("--vap-only", action="store_true", help="only the ValidatingAdmissionPolicy line")
+    parser.add_argument("--audit-only", action="store_true", help="only the audit line")
+    parser.add_argument("--rbac-only", action="store_true", help="only the RBAC / AlwaysAllow GET line")
     args = parser.parse_args()
     r = asyncio.run(main_async(args))
     if args.json:
         print(json.dumps(r, indent=2))
+    if args.audit_only:
+        print(audit_line(r["audit"]))
+        return
+    if args.rbac_only:
+        print(rbac_line(r["rbac"]))
+        return
     if args.webhook_only:
         print(webhook_line(r["webhook"]))
+        return
+    v = r["vap"]
+    vcpu = v["core_api_cpu_us_per_create"]
+    vap_line = (f"creates/s with one VAP of three CEL rules {v['creates_per_s_vap']:.0f} / none "
+                f"{v['creates_per_s_none']:.0f} = {v['ratio']:.2f}  (target >= 0.85); core-api CPU per create"
+                f" {vcpu['vap']:.0f} / {vcpu['none']:.0f} us")
+    if args.vap_only:
+        print(vap_line)
         return
     c, a = r["create"], r["apply"]
     print(f"creates/s via gateway {c['gateway_creates_per_s']:.0f} / raw etcd puts/s {c['etcd_puts_per_s']:.0f}"
@@ -304,6 +404,7 @@ def main() -> None:
     print(f"server-side applies/s of a 2 KiB Deployment {a['applies_per_s']:.0f} / merge patches/s of the same"
           f" change {a['merge_patches_per_s']:.0f} = {a['ratio']:.2f}  (target >= 0.7)")
     print(webhook_line(r["webhook"]))
+    print(vap_line)
     if args.writes_only:
         return
     g, li, w, p = r["get"], r["list"], r["watch"], r["proxy_clients"]
@@ -313,6 +414,8 @@ def main() -> None:
     gcpu = g["cpu_us"]
     print(f"CPU per GET via the gateway: {_cpu_line(gcpu)}; gateway / core-api"
           f" {gcpu.get('aggregator', 0) / max(gcpu.get('core-api', 1), 1):.2f} (target <= 0.4)")
+    print(audit_line(r["audit"]))
+    print(rbac_line(r["rbac"]))
     rss = ", ".join(f"{k.removeprefix('peak_rss_mb_')} {v:.0f} MB" for k, v in li.items() if k.startswith("peak"))
     print(f"LIST of {li['items']} ConfigMaps: {li['seconds']:.3f} s (target <= 0.5 s); peak RSS {rss}"
           f" (target <= 300 MB)")
