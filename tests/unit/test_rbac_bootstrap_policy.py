@@ -173,3 +173,22 @@ def test_default_view_edit_admin_chain() -> None:
     names["edit"]["rules"] = edit
     admin = aggregated_rules(names["admin"], roles) or []
     assert any("rolebindings" in r.get("resources", []) and "create" in r["verbs"] for r in admin)
+
+
+def test_validatingadmissionpolicy_status_controller_role_is_kubes() -> None:
+    """As kube's testdata/controller-roles.yaml and controller-role-bindings.yaml list it (1.33)."""
+    name = "system:controller:validatingadmissionpolicy-status-controller"
+    role = by_name(defaults()["clusterroles"])["/" + name]
+    assert role["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    assert role["metadata"]["annotations"] == {"rbac.authorization.kubernetes.io/autoupdate": "true"}
+    assert role["rules"] == [
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies/status"],
+         "verbs": ["get", "patch", "update"]},
+        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]}]
+    binding = by_name(defaults()["clusterrolebindings"])["/" + name]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "validatingadmissionpolicy-status-controller",
+         "namespace": "kube-system"}]

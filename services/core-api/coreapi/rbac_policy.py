@@ -311,6 +311,11 @@ def _controller_rules() -> dict[str, list[Rule]]:
             rule("patch", "", "pods/status")],
         "root-ca-cert-publisher": [rule(("create", "update"), "", "configmaps"), events_rule()],
         "service-account-controller": [rule("create", "", "serviceaccounts"), events_rule()],
+        # kube adds it while the ValidatingAdmissionPolicy gate is on (GA and on by default in 1.33).
+        "validatingadmissionpolicy-status-controller": [
+            rule(READ, "admissionregistration.k8s.io", "validatingadmissionpolicies"),
+            rule(("get", "patch", "update"), "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
+            events_rule()],
         **_workload_controller_rules(),
     }
 
