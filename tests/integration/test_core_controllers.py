@@ -151,7 +151,7 @@ async def test_controllers_reconcile_everything_after_a_restart(etcd_server: Any
     stores = {i.plural: Store(i, Strategy(i), etcd, f"{prefix}/{i.plural}") for i in infos}
     admission = NamespaceLifecycle(stores["namespaces"])
     for s in stores.values():
-        s.admission.append(admission)
+        s.admission.mutating.append(admission)
         await s.start()
     ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
     options = ControllerOptions(root_ca=ca, lease_duration=3, renew_deadline=2, retry_period=0.3)

@@ -11,9 +11,11 @@ from typing import Any
 import orjson
 import pytest
 from genericapi.apimachinery.errors import APIError
+from genericapi.apimachinery.rbac import RBACAuthorizer
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.user import current_user
 from genericapi.controllers import (
+    CONTROLLER_USER,
     ClientSet,
     Controller,
     Informer,
@@ -128,12 +130,20 @@ async def test_workqueue_shut_down_wakes_getters() -> None:
 async def test_local_client_verbs_run_as_the_controller_user(cms: Store) -> None:
     seen: list[str] = []
 
-    async def record_user(op: str, _store: Store, _ns: str, _obj: dict[str, Any]) -> None:
-        u = current_user.get()
-        seen.append(f"{op}:{u.name if u else ''}")
+    class RecordUser:
+        def handles(self, operation: str) -> bool:
+            return True
 
-    cms.admission.append(record_user)
-    client = LocalClient(cms)
+        async def admit(self, attrs: Any) -> None:
+            u = current_user.get()
+            seen.append(f"{attrs.operation}:{u.name if u else ''}")
+
+        async def validate(self, attrs: Any) -> None:
+            await self.admit(attrs)
+
+    cms.admission.mutating.append(RecordUser())
+    cms.admission.validating.append(RecordUser())  # a delete has only the validating phase
+    client = LocalClient(cms, CONTROLLER_USER)
     body = cm("one", {"app": "x"}, k="v")
     created = await client.create("ns", body)
     assert "resourceVersion" not in body["metadata"]  # the caller's object is not touched
@@ -523,3 +533,89 @@ async def test_clientset_reports_an_unreachable_delegate(tmp_path: Any) -> None:
         await cs.refresh()
     assert err.value.code == 503
     await cs.close()
+
+
+# -- controllers as their own identities -------------------------------------------------------
+class PolicySource:
+    """RBAC objects as plain data (what the RBAC view keeps from its watch caches)."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+
+    def _of(self, kind: str) -> list[dict[str, Any]]:
+        return [o for o in self.objects if o["kind"] == kind]
+
+    def cluster_role(self, name: str) -> dict[str, Any] | None:
+        return next((o for o in self._of("ClusterRole") if o["metadata"]["name"] == name), None)
+
+    def role(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return next((o for o in self._of("Role") if o["metadata"]["name"] == name
+                     and o["metadata"]["namespace"] == namespace), None)
+
+    def cluster_role_bindings(self) -> list[dict[str, Any]]:
+        return self._of("ClusterRoleBinding")
+
+    def role_bindings(self, namespace: str) -> list[dict[str, Any]]:
+        return [o for o in self._of("RoleBinding") if o["metadata"]["namespace"] == namespace]
+
+
+def _policy() -> PolicySource:
+    def ref(name: str) -> dict[str, str]:
+        return {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    return PolicySource([
+        {"kind": "ClusterRole", "metadata": {"name": "writer"},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]},
+        {"kind": "RoleBinding", "metadata": {"name": "writer", "namespace": "a"}, "roleRef": ref("writer"),
+         "subjects": [{"kind": "ServiceAccount", "name": "cm-writer", "namespace": "kube-system"}]},
+        {"kind": "ClusterRole", "metadata": {"name": "informers"},
+         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["list", "watch"]}]},
+        {"kind": "ClusterRoleBinding", "metadata": {"name": "informers"}, "roleRef": ref("informers"),
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                       "name": "system:kube-controller-manager"}]},
+    ])
+
+
+async def test_a_controller_acts_as_its_service_account_authorized_by_rbac(cms: Store) -> None:
+    seen: list[str] = []
+
+    class RecordUser:
+        def handles(self, operation: str) -> bool:
+            return True
+
+        async def admit(self, attrs: Any) -> None:
+            u = current_user.get()
+            seen.append(f"{u.name if u else ''} {sorted(u.groups) if u else []}")
+
+    cms.admission.mutating.append(RecordUser())
+    cs = ClientSet([cms], authorizer=RBACAuthorizer(_policy()))
+    writer = cs.for_controller("cm-writer")
+    assert cs.for_controller("cm-writer") is writer
+    client = writer.client("", "configmaps")
+    await client.create("a", cm("x"))
+    assert seen == ["system:serviceaccount:kube-system:cm-writer "
+                    "['system:authenticated', 'system:serviceaccounts', 'system:serviceaccounts:kube-system']"]
+    with pytest.raises(APIError) as err:
+        await client.create("b", cm("x"))
+    assert err.value.code == 403 and err.value.reason == "Forbidden"
+    assert err.value.message == ('configmaps is forbidden: User "system:serviceaccount:kube-system:cm-writer" '
+                                 'cannot create resource "configmaps" in API group "" in the namespace "b"')
+    with pytest.raises(APIError) as err:  # no superuser: its role has no get
+        await client.get("a", "x")
+    assert err.value.code == 403 and err.value.details == {"name": "x", "kind": "configmaps"}
+    with pytest.raises(APIError) as err:
+        await client.list("a")
+    assert err.value.code == 403
+    # Its informers list and watch as kube-controller-manager (kube's shared informers).
+    informer = Informer(client)
+    await informer.start()
+    try:
+        await eventually(lambda: informer.get("a", "x") is not None)
+    finally:
+        await informer.stop()
+    with pytest.raises(APIError) as err:  # kube-controller-manager itself may not write here
+        await cs.client("", "configmaps").create("a", cm("y"))
+    assert 'User "system:kube-controller-manager" cannot create' in err.value.message
+    # Without an authorizer (nothing to ask) the clients are the plain ones.
+    plain = ClientSet([cms]).for_controller("cm-writer").client("", "configmaps")
+    assert isinstance(plain, LocalClient)
+    await plain.create("b", cm("x"))

@@ -181,7 +181,7 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     flowcontrol_bootstrap.install(server)  # APF's mandatory and suggested configuration
     kubernetes_endpoints.install(server, secure_port)  # after bootstrap: the Service's endpoints from the master leases
     if controllers is not None:
-        install_controllers(server, controllers)
+        install_controllers(server, controllers, authorizer)  # each call authorized, as its own identity
     hide_disabled(server, enabled)
     return server
 

@@ -24,7 +24,7 @@ from .informer import Informer, object_key
 from .leaderelection import LeaderElector, micro_time, new_identity
 from .local import LocalClient
 from .manager import ControllerManager
-from .types import CONTROLLER_USER, APIResource, ResourceClient, WatchEvent
+from .types import CONTROLLER_USER, APIResource, ResourceClient, WatchEvent, controller_user
 from .workqueue import ShutDown, WorkQueue
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "ShutDown",
     "WatchEvent",
     "WorkQueue",
+    "controller_user",
     "micro_time",
     "new_identity",
     "object_key",

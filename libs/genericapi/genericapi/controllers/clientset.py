@@ -18,14 +18,23 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from genericapi.apimachinery import errors as apierrors
+from genericapi.apimachinery.authorization import Authorizer
 from genericapi.apimachinery.user import UserInfo
 from genericapi.registry.store import Store
 
+from .authorizing import AuthorizingClient
 from .http import HTTPClient
 from .local import LocalClient, resource_of
 from .tasks import cancel_and_wait
 from .transport import Transport
-from .types import CONTROLLER_MANAGER, CONTROLLER_USER, CONTROLLER_USER_AGENT, APIResource, ResourceClient
+from .types import (
+    CONTROLLER_MANAGER,
+    CONTROLLER_USER,
+    CONTROLLER_USER_AGENT,
+    APIResource,
+    ResourceClient,
+    controller_user,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +90,16 @@ class ClientSet:
 
     def __init__(self, stores: Iterable[Store] = (), delegate_urls: Sequence[str] = (), *,
                  ssl_context: ssl.SSLContext | None = None, user: UserInfo = CONTROLLER_USER,
-                 manager: str | None = CONTROLLER_MANAGER, user_agent: str = CONTROLLER_USER_AGENT) -> None:
+                 manager: str | None = CONTROLLER_MANAGER, user_agent: str = CONTROLLER_USER_AGENT,
+                 authorizer: Authorizer | None = None) -> None:
         """``manager``: the field manager of the controllers' writes (kube-controller-manager's,
         as kube derives it from that process's user agent; ``user_agent`` says the same to the
-        delegate)."""
+        delegate). ``authorizer``: asked before every call (``AuthorizingClient``), as the API
+        server authorizes kube-controller-manager's requests; None trusts every call."""
         self.user = user
+        self.authorizer = authorizer
+        self._manager = manager
+        self._users: dict[str, ControllerClientSet] = {}
         self._local: dict[tuple[str, str, str], LocalClient] = {}
         for store in stores:
             client = LocalClient(store, user, manager)
@@ -110,8 +124,30 @@ class ClientSet:
             best.setdefault((group, plural), res)
         return list(best.values())
 
+    @property
+    def shared(self) -> ClientSet:
+        """The clients of kube-controller-manager's own user (its shared informers' reads)."""
+        return self
+
+    def for_controller(self, name: str) -> ClientSet:
+        """The clients one controller loop uses: its calls act as (and are authorized for) its
+        service account ``system:serviceaccount:kube-system:<name>``, its informers read as this
+        set's user (kube's shared informers); discovery is this set's."""
+        view = self._users.get(name)
+        if view is None:
+            view = self._users[name] = ControllerClientSet(self, controller_user(name))
+        return view
+
+    def _authorized(self, inner: ResourceClient, user: UserInfo, shared: ResourceClient | None) -> ResourceClient:
+        if self.authorizer is None:
+            return inner
+        return AuthorizingClient(inner, user, self.authorizer, shared)
+
     def client(self, group: str, plural: str, version: str = "") -> ResourceClient:
         """The client of a resource (its preferred version unless ``version``); 404 when not served."""
+        return self._authorized(self._raw_client(group, plural, version), self.user, None)
+
+    def _raw_client(self, group: str, plural: str, version: str = "") -> ResourceClient:
         if version:
             local = self._local.get((group, plural, version))
             if local is not None:
@@ -122,7 +158,7 @@ class ClientSet:
         else:
             for res in self.resources():
                 if res.group == group and res.plural == plural:
-                    return self.client(group, plural, res.version)
+                    return self._raw_client(group, plural, res.version)
         raise apierrors.not_found(group, plural, "")
 
     def _http(self, key: tuple[str, str, str]) -> HTTPClient:
@@ -200,5 +236,42 @@ class ClientSet:
             await self.transport.close()
 
 
-__all__ = ["AGGREGATED_DISCOVERY", "ClientSet", "resource_of", "resources_from_aggregated",
+class ControllerClientSet(ClientSet):
+    """``ClientSet.for_controller``: the parent's stores, link and discovery, another user."""
+
+    def __init__(self, parent: ClientSet, user: UserInfo) -> None:
+        super().__init__((), (), user=user, manager=parent._manager, authorizer=parent.authorizer)
+        self.parent = parent
+        self._local = {key: LocalClient(c.store, user, parent._manager) for key, c in parent._local.items()}
+        self.transport = parent.transport.for_user(user) if parent.transport is not None else None
+
+    @property
+    def shared(self) -> ClientSet:
+        return self.parent
+
+    def resources(self) -> list[APIResource]:
+        return self.parent.resources()
+
+    def client(self, group: str, plural: str, version: str = "") -> ResourceClient:
+        self._remote = self.parent._remote  # the parent's discovery, as it is now
+        inner = self._raw_client(group, plural, version)
+        return self._authorized(inner, self.user, self.parent.client(group, plural, inner.resource.version))
+
+    def for_controller(self, name: str) -> ClientSet:
+        return self.parent.for_controller(name)
+
+    async def refresh(self) -> bool:
+        return await self.parent.refresh()
+
+    def on_change(self, callback: Callable[[], Awaitable[None]]) -> None:
+        self.parent.on_change(callback)
+
+    async def start(self, interval: float = 5.0) -> None:
+        await self.parent.start(interval)
+
+    async def close(self) -> None:
+        """Nothing of its own: the sessions are the parent's."""
+
+
+__all__ = ["AGGREGATED_DISCOVERY", "ClientSet", "ControllerClientSet", "resource_of", "resources_from_aggregated",
            "resources_from_list", "version_priority"]

@@ -17,6 +17,7 @@ from typing import Any
 from genericapi.apimachinery.errors import APIError
 from genericapi.backoff import Backoff
 
+from .authorizing import AuthorizingClient
 from .tasks import cancel_and_wait
 from .types import ResourceClient, WatchEvent
 
@@ -36,6 +37,9 @@ class Informer:
     """list + watch one resource into a local cache; relists on 410; calls handlers."""
 
     def __init__(self, client: ResourceClient, namespace: str = "") -> None:
+        # kube's informers are shared, listing and watching as kube-controller-manager itself.
+        if isinstance(client, AuthorizingClient) and client.shared is not None:
+            client = client.shared
         self.client = client
         self.namespace = namespace
         self.resource_version = ""

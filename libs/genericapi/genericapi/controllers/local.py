@@ -1,9 +1,9 @@
 """``LocalClient``: a controller's client for a resource this process serves, straight onto its Store.
 
 No HTTP, no serialization: the same store the handlers use, so admission and validation run
-exactly as for a request. Calls run as the controller's user (``current_user``), as a request
-from kube-controller-manager would. Objects handed out are private copies: mutating them never
-touches the watch cache.
+exactly as for a request. Calls run as the given user (``current_user``): a controller's, or
+kube-apiserver's loopback user for the server's own hooks. Objects handed out are private
+copies: mutating them never touches the watch cache.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import strategicpatch
 from genericapi.apimachinery.user import UserInfo, current_user
+from genericapi.registry.admissionchain import LOOPBACK_USER
 from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.options import DeleteOptions, ListOptions
 from genericapi.registry.store import Store
@@ -26,7 +27,7 @@ from genericapi.storage.cacher import Bookmark, CacheEvent, WatchClosed
 from genericapi.storage.errors import TooOldRevisionError
 
 from .selectors import selector_predicate
-from .types import CONTROLLER_USER, APIResource, Patch, WatchEvent
+from .types import APIResource, Patch, WatchEvent
 
 
 def resource_of(store: Store) -> APIResource:
@@ -59,7 +60,9 @@ def apply_patch(obj: dict[str, Any], patch: Patch, patch_type: str) -> dict[str,
 class LocalClient:
     """``ResourceClient`` over a ``Store`` of this process."""
 
-    def __init__(self, store: Store, user: UserInfo = CONTROLLER_USER, manager: str | None = None) -> None:
+    def __init__(self, store: Store, user: UserInfo = LOOPBACK_USER, manager: str | None = None) -> None:
+        """``user``: kube-apiserver's loopback identity (in ``system:masters``) unless a controller's:
+        the server's own post-start hooks (bootstrap policy, APF configuration) write as it."""
         self.store = store
         self.resource = resource_of(store)
         self._user = user

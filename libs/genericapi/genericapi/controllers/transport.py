@@ -51,6 +51,13 @@ class Transport:
             self._headers.append(("User-Agent", user_agent))
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._next = 0
+        self._ssl_context, self._user_agent = ssl_context, user_agent
+
+    def for_user(self, user: UserInfo) -> Transport:
+        """The same link and pooled sessions, requests carrying ``user`` (closed with this one)."""
+        other = Transport(self.urls, self._ssl_context, user, self._user_agent)
+        other._sessions = self._sessions
+        return other
 
     def _session(self, base: str) -> aiohttp.ClientSession:
         session = self._sessions.get(base)

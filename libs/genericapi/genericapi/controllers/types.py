@@ -16,12 +16,24 @@ from genericapi.apimachinery.user import UserInfo
 #: A merge patch (an object) or a JSON patch (a list of operations).
 Patch = dict[str, Any] | list[Any]
 
-#: Who controllers act as: kube-controller-manager's user, in the masters group.
 #: The field manager of kube-controller-manager's writes: kube derives it from the user agent
 #: (``kube-controller-manager/v1.33.0 (linux/amd64) kubernetes/...``), for every controller there.
 CONTROLLER_MANAGER = "kube-controller-manager"
 CONTROLLER_USER_AGENT = "kube-controller-manager/v1.33.0 (linux/amd64) kubernetes/0000000"
-CONTROLLER_USER = UserInfo("system:kube-controller-manager", ("system:masters", "system:authenticated"))
+#: kube-controller-manager's own user (its kubeconfig's certificate, kubeadm's): the shared
+#: informers, leader election and the tokens controller act as it; not in system:masters, its
+#: rights are the system:kube-controller-manager ClusterRole's.
+CONTROLLER_USER = UserInfo("system:kube-controller-manager", ("system:authenticated",))
+#: The namespace of the controllers' service accounts (``--use-service-account-credentials``).
+CONTROLLER_NAMESPACE = "kube-system"
+
+
+def controller_user(name: str) -> UserInfo:
+    """The user a controller loop acts as: its service account in kube-system, as
+    kube-controller-manager with ``--use-service-account-credentials=true`` runs it."""
+    return UserInfo(f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{name}",
+                    ("system:serviceaccounts", f"system:serviceaccounts:{CONTROLLER_NAMESPACE}",
+                     "system:authenticated"))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from genericapi.apimachinery import serviceaccount as satoken
+from genericapi.apimachinery.authorization import Authorizer
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.controllers import ClientSet, Controller, ControllerManager
 from genericapi.server.apiserver import GenericAPIServer, client_ssl_context
@@ -45,43 +46,51 @@ class ControllerOptions:
 
 
 def build_controllers(clients: ClientSet, options: ControllerOptions) -> list[tuple[Controller, int]]:
-    """Every controller core-api runs, with its number of workers."""
-    out: list[tuple[Controller, int]] = [(ServiceAccountsController(clients), 2)]
-    out += [(NamespaceController(clients), 2), (GarbageCollector(clients), 4)]
+    """Every controller core-api runs, with its number of workers, each acting as the service
+    account kube-controller-manager gives it (``ClientOrDie("<name>")`` in kube's starters); the
+    tokens controller acts as kube-controller-manager itself, as kube's does."""
+    sa = clients.for_controller
+    out: list[tuple[Controller, int]] = [(ServiceAccountsController(sa("service-account-controller")), 2)]
+    out += [(NamespaceController(sa("namespace-controller")), 2),
+            (GarbageCollector(sa("generic-garbage-collector")), 4)]
     if any((r.group, r.plural) == ("", "secrets") for r in clients.resources()):
-        out.append((TokenCleaner(clients), 1))  # on as kubeadm enables it (kube's own default: off)
+        # on as kubeadm enables it (kube's own default: off)
+        out.append((TokenCleaner(sa("token-cleaner")), 1))
     if any((r.group, r.plural) == ("", "pods") for r in clients.resources()):
-        out.append((PodGarbageCollector(clients), 1))
+        out.append((PodGarbageCollector(sa("pod-garbage-collector")), 1))
     if any((r.group, r.plural) == ("rbac.authorization.k8s.io", "clusterroles") for r in clients.resources()):
-        out.append((ClusterRoleAggregationController(clients), 1))
+        out.append((ClusterRoleAggregationController(sa("clusterrole-aggregation-controller")), 1))
     if any((r.group, r.plural) == ("admissionregistration.k8s.io", "validatingadmissionpolicies")
            for r in clients.resources()):
-        out.append((PolicyStatusController(clients, SchemaCatalog.load()), 1))
+        out.append((PolicyStatusController(sa("validatingadmissionpolicy-status-controller"),
+                                           SchemaCatalog.load()), 1))
     if options.root_ca:
-        out.append((RootCAPublisher(clients, options.root_ca), 2))
+        out.append((RootCAPublisher(sa("root-ca-cert-publisher"), options.root_ca), 2))
     if options.signing_authority is not None and any(
             (r.group, r.plural) == ("certificates.k8s.io", "certificatesigningrequests") for r in clients.resources()):
-        out.append((CSRSigningController(clients, options.signing_authority), 1))
+        out.append((CSRSigningController(sa("certificate-controller"), options.signing_authority), 1))
     if options.service_account_key is not None:
         out.append((TokensController(clients, options.service_account_key, options.root_ca), 1))
     return out
 
 
-def clientset_for(server: GenericAPIServer) -> ClientSet:
-    """This server's stores directly, plus what its delegate link serves (over HTTP)."""
+def clientset_for(server: GenericAPIServer, authorizer: Authorizer | None = None) -> ClientSet:
+    """This server's stores directly, plus what its delegate link serves (over HTTP), every call
+    asked of ``authorizer`` first (None: none asked)."""
     config = server.config
     ctx = None
     if any(u.startswith("https") for u in config.delegate_urls):
         ctx = client_ssl_context(config.client_ca_file, config.proxy_client_cert_file, config.proxy_client_key_file)
-    return ClientSet(server.stores, config.delegate_urls, ssl_context=ctx)
+    return ClientSet(server.stores, config.delegate_urls, ssl_context=ctx, authorizer=authorizer)
 
 
-def install(server: GenericAPIServer, options: ControllerOptions) -> None:
-    """Start the manager after the stores (post-start hook); stop it first on shutdown."""
+def install(server: GenericAPIServer, options: ControllerOptions, authorizer: Authorizer | None = None) -> None:
+    """Start the manager after the stores (post-start hook); stop it first on shutdown. With an
+    authorizer (core-api's: RBAC or AlwaysAllow) every controller call is authorized."""
     state: dict[str, object] = {}
 
     async def start(s: GenericAPIServer) -> None:
-        clients = clientset_for(s)
+        clients = clientset_for(s, authorizer)
         await clients.start()
         manager = ControllerManager(clients.client("coordination.k8s.io", "leases"), LEASE_NAME,
                                     lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,

@@ -14,7 +14,6 @@ real nodes.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Hashable
 from typing import Any
 
@@ -63,9 +62,8 @@ class PodGarbageCollector(Controller):
         uid = str(pod["metadata"].get("uid", ""))
         try:
             if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                failed = copy.deepcopy(pod)
-                failed.setdefault("status", {})["phase"] = "Failed"
-                await self.pod_client.update(namespace, name, failed, subresource="status")
+                # A patch of the status, as kube's (its role grants patch, not update, on pods/status).
+                await self.pod_client.patch(namespace, name, {"status": {"phase": "Failed"}}, subresource="status")
             await self.pod_client.delete(namespace, name, uid=uid or None, grace_period_seconds=0)
         except APIError as err:
             if err.code not in (404, 409):

@@ -70,11 +70,16 @@ class PolicyStatusController(Controller):
         return found
 
     async def _crd_schema(self, group: str, version: str, resource: str) -> tuple[dict[str, Any] | None, str]:
+        # Read as kube-controller-manager's shared informers read (its role lists everything; the
+        # controller's own role has no rights on CRDs).
+        crds = self.clients.shared.client("apiextensions.k8s.io", "customresourcedefinitions")
         try:
-            crd = await self.clients.client("apiextensions.k8s.io", "customresourcedefinitions").get(
-                "", f"{resource}.{group}")
+            found, _rv, _c = await crds.list(field_selector=f"metadata.name={resource}.{group}")
         except (APIError, KeyError, LookupError):
             return None, ""
+        if not found:
+            return None, ""
+        crd = found[0]
         spec = crd.get("spec") or {}
         for v in spec.get("versions") or []:
             if isinstance(v, dict) and v.get("name") == version:
