@@ -4,8 +4,10 @@ As kube's RBAC storage (``policybased``): creating or updating a Role or Cluster
 one of its rules to be held by the writer already, unless the writer may ``escalate`` that role;
 a ClusterRole with an ``aggregationRule`` needs cluster-admin's powers. Creating or updating a
 RoleBinding or ClusterRoleBinding needs the writer to hold every rule of the role it binds, unless
-the writer may ``bind`` that role. ``system:masters`` (and core-api's own controllers, which run
-as it) are exempt. Refused: kube's 403 listing the permissions not held.
+the writer may ``bind`` that role. ``system:masters`` (kube-apiserver's loopback user, which the
+bootstrap hooks write as) is exempt; core-api's controllers are not: the ClusterRole aggregation
+controller writes as its service account, allowed by its role's ``escalate``. Refused: kube's 403
+listing the permissions not held.
 """
 
 from __future__ import annotations
