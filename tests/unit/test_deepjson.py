@@ -76,17 +76,25 @@ def test_the_fallback_reads_numbers_as_orjson() -> None:
     assert isinstance(value[0], float) and isinstance(value[2], int)
 
 
+def nested_list(depth: int) -> Any:
+    doc: Any = []
+    for _ in range(depth):
+        doc = [doc]
+    return doc
+
+
 def test_the_fallback_refuses_what_orjson_cannot_encode() -> None:
     doc: Any = "x\ud800"
     for _ in range(300):
         doc = [doc]
     with pytest.raises(orjson.JSONEncodeError):
         deepjson.dumps(doc)
-    doc = float("nan")
+    doc = float("nan")  # orjson writes null for it: the fallback too
     for _ in range(300):
         doc = [doc]
-    with pytest.raises(orjson.JSONEncodeError):
-        deepjson.dumps(doc)
+    assert deepjson.dumps(doc) == b"[" * 300 + b"null" + b"]" * 300
+    with pytest.raises(orjson.JSONEncodeError):  # a key orjson refuses, deep
+        deepjson.dumps({"deep": nested_list(300), 1: 2})
     with pytest.raises(orjson.JSONEncodeError):  # other orjson refusals are not retried
         deepjson.dumps({1: 2})
 
@@ -142,4 +150,4 @@ def test_runaway_recursion_is_a_recursion_error_not_a_crash(where: str) -> None:
 def test_the_fallback_encoder_writes_orjsons_bytes(option: int) -> None:
     doc = {"kind": "X", "b": [1, -2, 0.5, 1e20, "\u00e9\u4e2d\"\\\n", None, True, False, [], {}],
            "a": {"z": {"y": [{"x": 1}]}}, "empty": ""}
-    assert deepjson._stdlib_dumps(doc, option) == orjson.dumps(doc, option=option)
+    assert deepjson._walk_dumps(doc, option) == orjson.dumps(doc, option=option)

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-import orjson
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.errors import APIError
 from genericapi.registry.fieldtracking import FieldTracker
 from genericapi.registry.options import ListOptions, ListResult
@@ -49,7 +49,7 @@ class ConvertingStore(Store):
         self.converter = converter
         self.storage_version = storage_version
         schema = getattr(self.strategy, "schema", None)
-        has_defaults = schema is not None and b'"default"' in orjson.dumps(getattr(schema, "schema", None))
+        has_defaults = schema is not None and b'"default"' in deepjson.dumps(getattr(schema, "schema", None))
         self._read_defaults = schema if has_defaults else None
 
     async def to_served(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -83,7 +83,7 @@ class ConvertingStore(Store):
             result = await super().list(namespace, opts)
             if result.items:
                 converted = await self.to_served([obj for obj, _raw in result.items])
-                result.items = [(obj, orjson.dumps(obj)) for obj in converted]
+                result.items = [(obj, deepjson.dumps(obj)) for obj in converted]
             return result
         return await self._list_selected(namespace, opts, pred)
 
@@ -101,14 +101,14 @@ class ConvertingStore(Store):
                     continue
                 out.append(obj)
                 if limit and len(out) >= limit:
-                    result = ListResult([(o, orjson.dumps(o)) for o in out], page.revision)
+                    result = ListResult([(o, deepjson.dumps(o)) for o in out], page.revision)
                     if i < len(converted) - 1 or page.continue_token:
                         meta = obj.get("metadata") or {}
                         key = self.key(str(meta.get("namespace") or ""), str(meta.get("name") or "")).decode()
                         result.continue_token = _encode_continue(page.revision, key[len(self.key_prefix) + 1:])
                     return result
             if not page.continue_token:
-                return ListResult([(o, orjson.dumps(o)) for o in out], page.revision)
+                return ListResult([(o, deepjson.dumps(o)) for o in out], page.revision)
             inner = replace(inner, continue_token=page.continue_token, resource_version="",
                             resource_version_match="")
 
@@ -145,7 +145,7 @@ class ConvertingWatcher(CacheWatcher):
         """The event at the served version, as the selector sees it (None when it does not concern this watch)."""
         if self._select is None:
             obj = (await self._convert([item.obj]))[0]
-            return CacheEvent(item.type, item.key, obj, orjson.dumps(obj), item.prev, item.revision)
+            return CacheEvent(item.type, item.key, obj, deepjson.dumps(obj), item.prev, item.revision)
         both = await self._convert([item.obj] if item.prev is None else [item.obj, item.prev])
         obj, prev = both[0], (both[1] if len(both) > 1 else None)
         cur = item.type != "DELETED" and self._select(obj)
@@ -160,7 +160,7 @@ class ConvertingWatcher(CacheWatcher):
             kind = "DELETED"  # the object left the selection
         elif not cur:
             return None
-        return CacheEvent(kind, item.key, obj, orjson.dumps(obj), prev, item.revision)
+        return CacheEvent(kind, item.key, obj, deepjson.dumps(obj), prev, item.revision)
 
     def ready_item(self) -> WatchItem | None:
         return None  # every event needs an await to convert: the handler asks with next_item

@@ -24,6 +24,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.go_json_errors import go_syntax_error
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver, host_port
 from genericapi.httpclient import new_session
@@ -104,7 +105,7 @@ def _status_message(status: int, body: bytes, content_type: str) -> str:
     """client-go's error for a non-2xx answer: its Status message, else the generic text."""
     if body[:1] == b"{":
         try:
-            doc = orjson.loads(body)
+            doc = deepjson.loads(body)
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and doc.get("kind") == "Status" and doc.get("message"):
@@ -134,7 +135,7 @@ def _status_message(status: int, body: bytes, content_type: str) -> str:
 def decode_review(body: bytes) -> Any:
     """The answer as client-go decodes it; malformed JSON is worded as its decoder words it."""
     try:
-        return orjson.loads(body)
+        return deepjson.loads(body)
     except orjson.JSONDecodeError:
         reason = go_syntax_error(body) or "unexpected end of JSON input"
         raise CallError(f"couldn't get version/kind; json parse error: {reason}") from None

@@ -15,8 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.admission import Attributes
 from genericapi.apimachinery.errors import APIError
 
@@ -87,7 +86,7 @@ def build_review(attrs: Attributes, inv: Invocation, version: str) -> tuple[str,
     if namespace:
         request["namespace"] = namespace
     api_version = V1 if version == "v1" else V1BETA1
-    return uid, orjson.dumps({"kind": "AdmissionReview", "apiVersion": api_version, "request": request})
+    return uid, deepjson.dumps({"kind": "AdmissionReview", "apiVersion": api_version, "request": request})
 
 
 def _gvk(doc: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ import jsonpatch
 import orjson
 
 from genericapi.apimachinery import admission as adm
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.admission import Attributes
 from genericapi.apimachinery.authorization import Authorizer
@@ -258,7 +259,7 @@ class MutatingWebhook(_WebhookPlugin):
         if not verdict.patch:
             return False
         try:
-            ops = orjson.loads(verdict.patch)
+            ops = deepjson.loads(verdict.patch)
             if not isinstance(ops, list):
                 raise ValueError("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
         except (orjson.JSONDecodeError, ValueError) as err:

@@ -317,5 +317,8 @@ def decode_body(body: bytes, content_type: str, detect_duplicates: bool = False,
 def encode_json(obj: Any, pretty: bool = False) -> bytes:
     """Serialize a response object; ``pretty`` indents by two spaces like Go's MarshalIndent."""
     if pretty:
-        return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+        return deepjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    try:  # orjson inline, deepjson only past its 254 levels
+        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return deepjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)

@@ -3,9 +3,10 @@
 orjson is the fast path everywhere, but it refuses to parse past 1,024 levels and to serialize
 past 254. kube's decoder accepts 10,000 levels, so a custom resource that preserves unknown
 fields may hold (and be returned, watched, patched with) objects that deep. ``loads`` and
-``dumps`` try orjson first and, only when nesting is what stopped it, fall back to the standard
-library's codec with orjson's semantics (no NaN or infinities, integers past 64 bits read as
-floats, invalid UTF-8 refused) and output format.
+``dumps`` try orjson first and, only when nesting is what stopped it, fall back: ``loads`` to the
+standard library's parser with orjson's semantics (no NaN or infinities, integers past 64 bits
+read as floats, invalid UTF-8 refused), ``dumps`` to an iterative walk that leaves every subtree
+orjson can take to orjson (so the bytes are orjson's, and the cost linear in depth).
 
 Walking such values recursively (the codec, pruning, patches, managedFields) needs a recursion
 limit of a few frames per level, and a recursion limit is only safe when the C stack behind it is
@@ -141,31 +142,84 @@ def _too_deep(err: Exception) -> bool:
 
 
 def dumps(obj: Any, option: int = 0) -> bytes:
-    """orjson.dumps, or the standard library's encoder, in orjson's format (compact or
-    ``OPT_INDENT_2``, ``OPT_SORT_KEYS``, ``OPT_APPEND_NEWLINE``), for values deeper than orjson
-    serializes (254 levels). Values orjson refuses for other reasons are refused the same way."""
+    """orjson.dumps, or (only when orjson stopped at its 254 levels) ``_walk_dumps``: the same
+    bytes for the options kubechain uses (compact or ``OPT_INDENT_2``, ``OPT_SORT_KEYS``,
+    ``OPT_APPEND_NEWLINE``). Values orjson refuses for other reasons are refused the same way."""
     try:
         return orjson.dumps(obj, option=option)
     except orjson.JSONEncodeError as err:
         if not _too_deep(err):
             raise
-    return _stdlib_dumps(obj, option)
+    return _walk_dumps(obj, option)
 
 
-def _stdlib_dumps(obj: Any, option: int) -> bytes:
-    """The standard library's encoder writing orjson's bytes for the options kubechain uses."""
-    indent = 2 if option & orjson.OPT_INDENT_2 else None
-    try:
-        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, sort_keys=bool(option & orjson.OPT_SORT_KEYS),
-                          indent=indent, separators=(",", ": ") if indent else (",", ":"))
-    except (TypeError, ValueError) as err:
-        raise orjson.JSONEncodeError(str(err)) from None
+#: Subtrees at most this tall are handed to orjson whole (it serializes 254 levels).
+_ORJSON_HEIGHT = 200
+
+
+def _heights(root: Any) -> dict[int, int]:
+    """Height of every container taller than ``_ORJSON_HEIGHT`` (by id), iteratively."""
+    heights: dict[int, int] = {}
+    tall: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if not done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if isinstance(child, (dict, list)))
+            continue
+        height = 1 + max((heights.get(id(c), 0) for c in children if isinstance(c, (dict, list))), default=0)
+        heights[id(node)] = height
+        if height > _ORJSON_HEIGHT:
+            tall[id(node)] = height
+    return tall
+
+
+def _walk_dumps(obj: Any, option: int) -> bytes:
+    """orjson's bytes for a value of any depth: an iterative walk down the containers taller than
+    orjson goes, every shallower subtree (and every scalar, and each key) written by orjson itself.
+    Linear in the document's size (the standard library's indenting encoder is quadratic in depth)."""
+    indent = bool(option & orjson.OPT_INDENT_2)
+    sort_keys = bool(option & orjson.OPT_SORT_KEYS)
+    sub_option = option & (orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    tall = _heights(obj)
+    out: list[bytes] = []
+    # Work items: bytes to write, or (value, level) to encode.
+    stack: list[bytes | tuple[Any, int]] = [(obj, 0)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bytes):
+            out.append(item)
+            continue
+        node, level = item
+        if id(node) not in tall:
+            chunk = orjson.dumps(node, option=sub_option)
+            out.append(chunk.replace(b"\n", b"\n" + b"  " * level) if indent and level else chunk)
+            continue
+        if isinstance(node, dict):
+            for key in node:
+                if not isinstance(key, str):
+                    raise orjson.JSONEncodeError("Dict key must be str")
+            entries: list[tuple[bytes, Any]] = [
+                (orjson.dumps(k) + (b": " if indent else b":"), v)
+                for k, v in (sorted(node.items()) if sort_keys else node.items())]
+            opening, closing = b"{", b"}"
+        else:
+            entries = [(b"", v) for v in node]
+            opening, closing = b"[", b"]"
+        pad = b"\n" + b"  " * (level + 1) if indent else b""
+        work: list[bytes | tuple[Any, int]] = [opening]
+        for index, (prefix, value) in enumerate(entries):
+            work.append((b"," if index else b"") + pad + prefix)
+            work.append((value, level + 1))
+        work.append((b"\n" + b"  " * level if indent else b"") + closing)
+        stack.extend(reversed(work))
     if option & orjson.OPT_APPEND_NEWLINE:
-        text += "\n"
-    try:
-        return text.encode()
-    except UnicodeEncodeError as err:  # a lone surrogate: orjson refuses it too
-        raise orjson.JSONEncodeError(f"str is not valid UTF-8: {err.reason}") from None
+        out.append(b"\n")
+    return b"".join(out)
 
 
 allow_deep_recursion()

@@ -427,10 +427,15 @@ def json_merge_patch(original: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch (``application/merge-patch+json``); inputs are not modified."""
     if not isinstance(patch, dict):
         return _copy(patch)
-    target: dict[str, Any] = _copy(original) if isinstance(original, dict) else {}
+    # Each value is copied once (copying the whole original at every level was quadratic in depth).
+    source: dict[str, Any] = original if isinstance(original, dict) else {}
+    target: dict[str, Any] = {}
+    for key, value in source.items():
+        if key not in patch:
+            target[key] = _copy(value)
+        elif patch[key] is not None:
+            target[key] = json_merge_patch(value, patch[key])
     for key, value in patch.items():
-        if value is None:
-            target.pop(key, None)
-        else:
-            target[key] = json_merge_patch(target.get(key), value)
+        if key not in source and value is not None:
+            target[key] = json_merge_patch(None, value)
     return target

@@ -7,8 +7,8 @@ from typing import Any
 import jsonpatch
 import orjson
 
+from genericapi.apimachinery import deepjson, strategicpatch
 from genericapi.apimachinery import errors as apierrors
-from genericapi.apimachinery import strategicpatch
 from genericapi.apimachinery.strategicpatch_errors import StrategicMergePatchError
 from genericapi.registry.strategy import Strategy
 
@@ -27,7 +27,7 @@ def _unsupported(ctype: str) -> apierrors.APIError:
 
 def _decode(raw: bytes) -> Any:
     try:
-        return orjson.loads(raw)
+        return deepjson.loads(raw, max_depth=deepjson.MAX_DEPTH)
     except orjson.JSONDecodeError as err:
         raise apierrors.bad_request(f"error decoding patch: {err}") from None
 

@@ -15,8 +15,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from genericapi.apimachinery import deepjson, k8sproto
 from genericapi.apimachinery import errors as apierrors
-from genericapi.apimachinery import k8sproto
 from genericapi.apimachinery.decoding import decode_body
 from genericapi.registry.admissionchain import RequestAdmission, options_object, request_admission
 from genericapi.registry.fieldvalidation import check_fields
@@ -230,7 +230,7 @@ async def _delete_body(request: Request) -> dict[str, Any] | None:
     if media_type(request) == PROTOBUF:
         return k8sproto.decode_protobuf_body(raw, default_gvk=("meta.k8s.io", "v1", "DeleteOptions"))
     try:
-        body = orjson.loads(raw)
+        body = deepjson.loads(raw, max_depth=deepjson.MAX_DEPTH)
     except orjson.JSONDecodeError:
         body, _ = decode_body(raw, "application/yaml", detect_duplicates=False)
     if not isinstance(body, dict):

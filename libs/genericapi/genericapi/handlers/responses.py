@@ -8,15 +8,21 @@ import orjson
 import yaml
 from starlette.responses import Response
 
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.errors import APIError
 
 JSON_TYPE = "application/json"
 
 
 def dumps(obj: Any, pretty: bool = False) -> bytes:
+    """JSON of a response body; deepjson (its fallback) only for values past orjson's 254 levels,
+    orjson inline otherwise (no extra call on the hot path)."""
     if pretty:
-        return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
-    return orjson.dumps(obj)
+        return deepjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return deepjson.dumps(obj)
 
 
 def json_response(body: bytes, status: int = 200, warnings: list[str] | None = None,

@@ -11,8 +11,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from genericapi.apimachinery import deepjson, tables
 from genericapi.apimachinery import errors as apierrors
-from genericapi.apimachinery import tables
 from genericapi.registry.options import ListOptions
 from genericapi.registry.store import Store
 from genericapi.storage.cacher import Bookmark, CacheEvent, WatchClosed
@@ -64,11 +64,11 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
         if out.mode == "table" and obj is not None and event_type != "BOOKMARK":
             table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object,
                                        printer=store.strategy.table_printer)
-            return meter.sent(_event_line(event_type, orjson.dumps(table)))
+            return meter.sent(_event_line(event_type, deepjson.dumps(table)))
         if out.mode == "partial" and obj is not None and event_type != "BOOKMARK":
-            return meter.sent(_event_line(event_type, orjson.dumps(partial(obj))))
+            return meter.sent(_event_line(event_type, deepjson.dumps(partial(obj))))
         if raw is None:
-            raw = orjson.dumps(obj)
+            raw = deepjson.dumps(obj)
         return meter.sent(_event_line(event_type, raw))
 
     async def stream() -> AsyncIterator[bytes]:

@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from genericapi.apimachinery import deepjson
+
 Converter = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -38,13 +40,22 @@ class JsonCodec:
         if isinstance(meta, dict) and "resourceVersion" in meta:
             meta = {k: v for k, v in meta.items() if k != "resourceVersion"}
             obj = {**obj, "metadata": meta}
-        return orjson.dumps(obj)
+        try:  # orjson inline, deepjson only past its depth: no extra call on the hot path
+            return orjson.dumps(obj)
+        except orjson.JSONEncodeError:
+            return deepjson.dumps(obj)
 
     def decode(self, value: bytes, revision: int) -> tuple[dict[str, Any], bytes]:
-        obj = orjson.loads(value)
+        try:
+            obj = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            obj = deepjson.loads(value)
         if self._from_storage is not None:
             obj = self._from_storage(obj)
         if revision:
             meta = obj.setdefault("metadata", {})
             meta["resourceVersion"] = str(revision)
-        return obj, orjson.dumps(obj)
+        try:
+            return obj, orjson.dumps(obj)
+        except orjson.JSONEncodeError:
+            return obj, deepjson.dumps(obj)

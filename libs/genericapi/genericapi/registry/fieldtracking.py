@@ -17,9 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from genericapi.apimachinery import k8sproto_descriptors
+from genericapi.apimachinery import deepjson, k8sproto_descriptors
 from genericapi.apimachinery.fieldmanager import gozero
 from genericapi.apimachinery.fieldmanager.fieldset import FieldSet
 from genericapi.apimachinery.fieldmanager.managers import FieldManager, MissingVersionError
@@ -135,7 +133,7 @@ class FieldTracker:
         tolerations) belongs to nobody."""
         if writer is None or writer.recorded:
             return None
-        return AdmissionSnapshot(self, orjson.dumps(obj))
+        return AdmissionSnapshot(self, deepjson.dumps(obj))
 
     def track(self, live: dict[str, Any] | None, new: dict[str, Any], writer: Writer | None,
               produced: dict[str, Any] | None = None, admitted: Observed | FieldSet | None = None) -> None:
@@ -194,7 +192,7 @@ class AdmissionSnapshot:
     def added(self, obj: dict[str, Any]) -> Observed | None:
         """What the field manager observes of the create of ``obj`` (None: ``obj`` itself)."""
         try:
-            seen = orjson.loads(self._raw)
+            seen = deepjson.loads(self._raw)
             self._tracker._strategy.default(seen)
         except Exception:  # never fail a create over bookkeeping
             log.exception("the object before admission not defaulted")
@@ -248,7 +246,7 @@ class _Versions:
         stored = source.codec.to_storage({**obj, "apiVersion": from_version})
         if stored is obj:
             stored = dict(stored)
-        out = target.codec.from_storage(orjson.loads(orjson.dumps(stored)))
+        out = target.codec.from_storage(deepjson.loads(deepjson.dumps(stored)))
         out["apiVersion"] = to_version
         return out
 

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from genericapi.apimachinery import admission as adm
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.resources import ResourceInfo
@@ -661,7 +662,7 @@ class Store:
                 if err.code == 404:
                     continue
                 raise
-            deleted.append((out, orjson.dumps(out)))
+            deleted.append((out, deepjson.dumps(out)))
         return ListResult(deleted, listed.revision)
 
 

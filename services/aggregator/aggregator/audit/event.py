@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 import yaml
+from genericapi.apimachinery import deepjson, k8sproto
 from genericapi.apimachinery import errors as apierrors
-from genericapi.apimachinery import k8sproto
 from genericapi.apimachinery.gofmt import go_quote
 from genericapi.apimachinery.user import UserInfo
 
@@ -238,7 +238,7 @@ def _decode(body: bytes, ctype: str) -> Any:
     media = ctype.split(";", 1)[0].strip().lower()
     try:
         if "json" in media or (not media and body[:1] in (b"{", b"[")):
-            return orjson.loads(body)
+            return deepjson.loads(body)
         if "yaml" in media:
             return yaml.safe_load(body)
         if media == k8sproto.CONTENT_TYPE:

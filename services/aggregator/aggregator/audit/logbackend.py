@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
+from genericapi.apimachinery import deepjson
 
 from .event import legacy_line
 
@@ -152,7 +152,7 @@ class LogBackend:
 
     def write(self, docs: Sequence[dict[str, Any]]) -> None:
         if self.format == "json":
-            data = b"".join(orjson.dumps(d) + b"\n" for d in docs)
+            data = b"".join(deepjson.dumps(d) + b"\n" for d in docs)
         else:
             data = "".join(legacy_line(d) + "\n" for d in docs).encode()
         if self.file is None:
@@ -163,7 +163,7 @@ class LogBackend:
             self.file.write(data)
             return
         for d in docs:  # a batch bigger than one file: line by line, so rotation splits it
-            self.file.write(orjson.dumps(d) + b"\n" if self.format == "json" else (legacy_line(d) + "\n").encode())
+            self.file.write(deepjson.dumps(d) + b"\n" if self.format == "json" else (legacy_line(d) + "\n").encode())
 
     def close(self) -> None:
         if self.file is not None:

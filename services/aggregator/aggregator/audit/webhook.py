@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 import yaml
+from genericapi.apimachinery import deepjson
 from genericapi.backoff import Backoff
 from genericapi.httpclient import new_session
 
@@ -194,7 +194,7 @@ class WebhookBackend:
         task.add_done_callback(self._sends.discard)
 
     async def _send(self, items: list[dict[str, Any]]) -> None:
-        body = orjson.dumps({"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "metadata": {}, "items": items})
+        body = deepjson.dumps({"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "metadata": {}, "items": items})
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.target.token:
             headers["Authorization"] = f"Bearer {self.target.token}"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.gofmt import go_type_name
 from genericapi.apimachinery.validation_meta import validate_annotations, validate_labels
 
@@ -60,7 +61,7 @@ def review_version(conversion_review_versions: Sequence[Any]) -> str:
 
 def build_request(version: str, objects: list[dict[str, Any]], desired_api_version: str, uid: str) -> bytes:
     """The ConversionReview request body."""
-    return orjson.dumps({
+    return deepjson.dumps({
         "kind": "ConversionReview",
         "apiVersion": f"{GROUP}/{version}",
         "request": {"uid": uid, "desiredAPIVersion": desired_api_version, "objects": objects},
@@ -69,7 +70,7 @@ def build_request(version: str, objects: list[dict[str, Any]], desired_api_versi
 
 
 def _missing_kind(raw: Any) -> ReviewError:
-    text = orjson.dumps(raw).decode() if not isinstance(raw, (bytes, str)) else \
+    text = deepjson.dumps(raw).decode() if not isinstance(raw, (bytes, str)) else \
         (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
     return ReviewError(f"Object 'Kind' is missing in '{text}'")
 
@@ -81,7 +82,7 @@ def decode_response(version: str, uid: str, body: bytes) -> list[Any]:
     v1beta1 answers skip both checks, as kube does for compatibility.
     """
     try:
-        doc = orjson.loads(body)
+        doc = deepjson.loads(body)
     except orjson.JSONDecodeError as err:
         raise ReviewError(f"couldn't get version/kind; json parse error: {err}") from err
     if not isinstance(doc, dict):

@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 import orjson
 from cryptography import x509
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver, host_port
 from genericapi.httpclient import new_session
 from yarl import URL
@@ -274,7 +275,7 @@ def _error_from_status(status: int, body: bytes, content_type: str) -> str:
     """A non-2xx answer: its Status message when the body is a Status, else client-go's text."""
     if "json" in content_type or body[:1] == b"{":
         try:
-            doc = orjson.loads(body)
+            doc = deepjson.loads(body)
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and doc.get("kind") == "Status" and doc.get("status") == "Failure":
