@@ -144,21 +144,27 @@ def test_every_process_contributes_one_merged_exposition(chain: ChainHandle, nam
     events: list[bytes] = []
 
     def watch() -> None:
-        req = urllib.request.Request(chain.url + f"{base}?watch=1&timeoutSeconds=4")
-        with urllib.request.urlopen(req, context=chain.ssl_context(), timeout=30) as r:
-            events.extend(r.read().splitlines())
+        # Open until three events came (a scrape merges every member's metrics and may take seconds on
+        # a loaded machine: a short server-side timeout could end the watch before a scrape sees it).
+        req = urllib.request.Request(chain.url + f"{base}?watch=1&timeoutSeconds=60")
+        with urllib.request.urlopen(req, context=chain.ssl_context(), timeout=60) as r:
+            for line in r:
+                if line.strip():
+                    events.append(line)
+                if len(events) >= 3:
+                    break
 
     watcher = threading.Thread(target=watch)
     watcher.start()
     open_watch = {"verb": "WATCH", "group": "", "version": "v1", "resource": "configmaps", "subresource": "",
                   "scope": "namespace", "component": "apiserver"}
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while value(scrape(chain)[1], "apiserver_longrunning_requests", **open_watch) < 1:
         assert time.monotonic() < deadline, "the open watch never showed in apiserver_longrunning_requests"
         time.sleep(0.2)
     for i in range(3):
         assert chain.json("POST", base, cm(f"w{i}"))[0] == 201
-    watcher.join(30)
+    watcher.join(60)
     assert len(events) >= 3
     text, after = scrape(chain)
     kind = {"group": "", "version": "v1", "kind": "ConfigMap"}
