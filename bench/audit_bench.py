@@ -16,19 +16,17 @@ default: two events per request).
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from genericapi.server.certs import issue_client_certificate
+from benchutil import CONCURRENCY, client_ssl
 from proccpu import ProcCPU
 
 from kubechain_cli.chain import Chain, free_port
 
 #: Connections per client, as bench.py's.
-CONCURRENCY = 64
 
 ONE_EVENT = """apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -97,17 +95,6 @@ async def _ready(session: aiohttp.ClientSession, base: str) -> None:
 #: 20 of 245 nominal shares: 48 of 600 seats, queues of 128 with hand size 6) classifies it, so its
 #: GETs take seats and go through the fair queues; RBAC's view role lets it read ConfigMaps.
 READER = "bench-reader"
-
-
-def _reader_ssl(chain: Chain) -> ssl.SSLContext:
-    cert, key = issue_client_certificate(chain.data_dir / "pki", READER)
-    crt_path, key_path = chain.data_dir / f"{READER}.crt", chain.data_dir / f"{READER}.key"
-    crt_path.write_bytes(cert)
-    key_path.write_bytes(key)
-    key_path.chmod(0o600)
-    ctx = ssl.create_default_context(cafile=chain.pki.ca)
-    ctx.load_cert_chain(str(crt_path), str(key_path))
-    return ctx
 
 
 async def _grant_view(admin: aiohttp.ClientSession, gateway: str, reader: aiohttp.ClientSession,
@@ -187,7 +174,7 @@ async def bench_audit(chain: Chain, session: aiohttp.ClientSession, n: int, run_
             assert r.status in (201, 409), await r.text()
         for base in bases.values():
             await _ready(session, base)
-        connector = aiohttp.TCPConnector(ssl=_reader_ssl(chain), limit=CONCURRENCY)
+        connector = aiohttp.TCPConnector(ssl=client_ssl(chain, READER), limit=CONCURRENCY)
         async with aiohttp.ClientSession(connector=connector) as reader:
             await _grant_view(session, chain.server_url, reader,
                               bases["on"] + CONFIGMAP)

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from audit_bench import bench_audit
 from audit_bench import line as audit_line
+from benchutil import CONCURRENCY, run_concurrently
 from genericapi.storage.etcd import EtcdClient
 from proccpu import ProcCPU
 from rbac_bench import bench_rbac
@@ -37,8 +38,6 @@ from webhook_bench import bench_webhook
 from webhook_bench import line as webhook_line
 
 from kubechain_cli.chain import Chain, free_port
-
-CONCURRENCY = 64
 
 
 @contextlib.asynccontextmanager
@@ -61,19 +60,6 @@ def percentile(values: list[float], q: float) -> float:
 
 def configmap(name: str, size: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": "x" * size}}
-
-
-async def run_concurrently(n: int, work: Any) -> float:
-    """Run ``work(i)`` for i in range(n) with CONCURRENCY workers; elapsed seconds."""
-    counter = iter(range(n))
-
-    async def worker() -> None:
-        for i in counter:
-            await work(i)
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return time.perf_counter() - start
 
 
 async def bench_creates(session: aiohttp.ClientSession, gateway: str, etcd: EtcdClient, n: int,

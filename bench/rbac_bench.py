@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import ssl
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -33,13 +31,12 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from genericapi.server.certs import issue_client_certificate
+from benchutil import CONCURRENCY, client_ssl, run_concurrently
 from proccpu import ProcCPU
 
 from kubechain_cli.chain import Chain, free_port
 
 #: Connections per client, as bench.py's.
-CONCURRENCY = 64
 #: Rounds per mode, and the GETs each mode gets first to open connections and fill caches.
 ROUNDS = 3
 WARM_UP = 300
@@ -55,19 +52,6 @@ _FLAGS_WITH_VALUE = ("--audit-policy-file", "--audit-log-path", "--audit-log-max
 _SWITCHES = ("--enable-priority-and-fairness",)
 
 Runner = Callable[[int, Callable[[int], Awaitable[None]]], Awaitable[float]]
-
-
-async def run_concurrently(n: int, work: Callable[[int], Awaitable[None]]) -> float:
-    """``work(i)`` for i in range(n) with CONCURRENCY workers; elapsed seconds (bench.py's helper)."""
-    counter = iter(range(n))
-
-    async def worker() -> None:
-        for i in counter:
-            await work(i)
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return time.perf_counter() - start
 
 
 def gateway_argv(argv: list[str], port: int, mode: str) -> list[str]:
@@ -86,17 +70,6 @@ def gateway_argv(argv: list[str], port: int, mode: str) -> list[str]:
         out.append(arg)
     out[out.index("--secure-port") + 1] = str(port)
     return [*out, "--authorization-mode", mode, "--enable-priority-and-fairness=false"]
-
-
-def _user_ssl(chain: Chain, user: str) -> ssl.SSLContext:
-    cert, key = issue_client_certificate(chain.data_dir / "pki", user)
-    crt_path, key_path = chain.data_dir / f"{user}.crt", chain.data_dir / f"{user}.key"
-    crt_path.write_bytes(cert)
-    key_path.write_bytes(key)
-    key_path.chmod(0o600)
-    ctx = ssl.create_default_context(cafile=chain.pki.ca)
-    ctx.load_cert_chain(str(crt_path), str(key_path))
-    return ctx
 
 
 async def _status(session: aiohttp.ClientSession, url: str) -> int:
@@ -172,8 +145,8 @@ async def bench_rbac(chain: Chain, session: aiohttp.ClientSession, n: int,
     try:
         for base in bases.values():
             await _until(session, base + "/readyz", 200, "gateway ready")
-        reader_connector = aiohttp.TCPConnector(ssl=_user_ssl(chain, READER), limit=CONCURRENCY)
-        stranger_connector = aiohttp.TCPConnector(ssl=_user_ssl(chain, STRANGER), limit=4)
+        reader_connector = aiohttp.TCPConnector(ssl=client_ssl(chain, READER), limit=CONCURRENCY)
+        stranger_connector = aiohttp.TCPConnector(ssl=client_ssl(chain, STRANGER), limit=4)
         async with aiohttp.ClientSession(connector=reader_connector) as reader, \
                 aiohttp.ClientSession(connector=stranger_connector) as stranger:
             await _until(reader, bases["rbac"] + CONFIGMAP, 200, f"{READER}'s RoleBinding in force")

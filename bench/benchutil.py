@@ -1,0 +1,44 @@
+"""What every bench module shares: the concurrency, the concurrent runner and client certificates.
+
+bench.py, rbac_bench.py and audit_bench.py each measured with their own copy of these; one copy
+keeps their figures comparable (same workers, same way of counting time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+
+from genericapi.server.certs import issue_client_certificate
+
+from kubechain_cli.chain import Chain
+
+#: Requests in flight in every concurrent measurement.
+CONCURRENCY = 64
+
+
+async def run_concurrently(n: int, work: Callable[[int], Awaitable[None]]) -> float:
+    """``work(i)`` for i in range(n) with CONCURRENCY workers; elapsed seconds."""
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            await work(i)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return time.perf_counter() - start
+
+
+def client_ssl(chain: Chain, user: str) -> ssl.SSLContext:
+    """A TLS context presenting a client certificate for ``user`` signed by the chain's CA."""
+    cert, key = issue_client_certificate(chain.data_dir / "pki", user)
+    crt_path, key_path = chain.data_dir / f"{user}.crt", chain.data_dir / f"{user}.key"
+    crt_path.write_bytes(cert)
+    key_path.write_bytes(key)
+    key_path.chmod(0o600)
+    ctx = ssl.create_default_context(cafile=chain.pki.ca)
+    ctx.load_cert_chain(str(crt_path), str(key_path))
+    return ctx
