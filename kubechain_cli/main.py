@@ -79,8 +79,11 @@ def main(argv: list[str] | None = None) -> None:
         nonlocal stopping
         stopping = True
 
+    aborted: list[str] = []
+
     def abort_start(sig: int, _frame: object) -> None:
-        raise StartInterrupted(signal.Signals(sig).name)
+        aborted.append(signal.Signals(sig).name)
+        raise StartInterrupted(aborted[-1])
 
     # While starting, a signal ends the start at once (what has started is stopped again).
     signal.signal(signal.SIGTERM, abort_start)
@@ -88,6 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     try:
         chain.start()
+        if aborted:
+            # The handler's exception was raised where Python only reports it (logging's at-fork
+            # hook while a child was being spawned): the signal still ends the start.
+            raise StartInterrupted(aborted[0])
     except StartInterrupted as interrupted:
         chain.stop()
         print(f"kubechain: {interrupted} while starting; stopped", file=sys.stderr)
