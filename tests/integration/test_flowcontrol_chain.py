@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from support.procs import ChainHandle, kubectl_params, start_chain
+from support.waiting import eventually
 
 from kubechain_cli.chain import Chain, free_port
 from kubechain_cli.faults import FaultClient, latency
@@ -83,14 +84,8 @@ def get_obj(chain: ChainHandle, kind: str, name: str) -> dict[str, Any] | None:
 
 
 def wait_for(check: Any, timeout: float = 30.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        time.sleep(0.2)
+    """The shared ``eventually`` with this file's longer default (APF settles in many steps)."""
+    return eventually(check, timeout=timeout, what=what)
 
 
 def test_bootstrap_configuration_is_kubes(apf: ChainHandle) -> None:
