@@ -33,10 +33,15 @@ Event = dict[str, Any]
 
 
 def read_events(paths: list[Path]) -> list[Event]:
+    """Every complete event in ``paths``. A line the writer thread is still appending (a 300 kB
+    RequestResponse event reaches the page cache in pieces) has no newline yet and is left for the
+    next read, as a log shipper tailing the file would."""
     out: list[Event] = []
     for path in paths:
         if path.exists():
-            out.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+            text = path.read_text()
+            complete = text[:text.rfind("\n") + 1]
+            out.extend(json.loads(line) for line in complete.splitlines() if line.strip())
     return out
 
 
