@@ -386,3 +386,47 @@ def test_authorizer_in_cel_answers_with_the_chains_rbac(chain: ChainHandle, ns: 
     finally:
         cleanup(chain, name)
         chain.kubectl("delete", "rolebinding", "alice-edit", "-n", ns, "--ignore-not-found", check=False)
+
+
+def test_quantifier_macros_fold_errors_as_cel_go(chain: ChainHandle, ns: str) -> None:
+    """``all()``/``exists()`` over containers where one lacks the field read: cel-go's fold lets another
+    element decide (a privileged container denies with the policy's message, a container with the
+    env var admits), and the error is the answer only when no element decides."""
+    name = "containers-quantifiers"
+    priv = "object.spec.template.spec.containers.all(c, c.securityContext.privileged == false)"
+    owner = "object.spec.template.spec.containers.exists(c, c.env.exists(e, e.name == 'OWNER'))"
+    apply(chain, vap(name, {"matchConstraints": rules("apps", "deployments"), "failurePolicy": "Fail",
+                            "validations": [{"expression": priv, "message": "privileged containers are not allowed"},
+                                            {"expression": owner, "message": "a container must name its OWNER"}]}),
+          binding(f"{name}-binding", name, ["Deny"]))
+
+    def dep(dname: str, *containers: dict[str, Any]) -> str:
+        return json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": dname, "namespace": ns},
+                           "spec": {"selector": {"matchLabels": {"app": dname}}, "template": {
+                               "metadata": {"labels": {"app": dname}},
+                               "spec": {"containers": [{"image": "nginx", **c} for c in containers]}}}})
+    plain = {"name": "plain", "securityContext": {"privileged": False}}  # no env: e.env is no such key
+    bare = {"name": "bare"}  # no securityContext
+    owned = {"name": "owned", "securityContext": {"privileged": False}, "env": [{"name": "OWNER", "value": "me"}]}
+    prefix = f"ValidatingAdmissionPolicy '{name}' with binding '{name}-binding' denied request: "
+    try:
+        # The first container errors in both rules; the second decides each (false, true): denied by rule 1.
+        denied_dry_run(chain, dep("q1", bare, {"name": "root", "securityContext": {"privileged": True},
+                                                 "env": [{"name": "OWNER"}]}),
+                       prefix + "privileged containers are not allowed")
+        # The first container errors in rule 2 and the second makes it true: admitted and stored.
+        chain.kubectl("create", "-f", "-", input=dep("q2", plain, owned))
+        assert chain.kubectl("get", "deployment", "q2", "-n", ns, "-o", "name").stdout.strip() == \
+            "deployment.apps/q2"
+        # Nothing decides rule 1 (the one container without securityContext errors, the other is true):
+        # the error is the answer, failurePolicy Fail denies with it.
+        proc = chain.kubectl("create", "-f", "-", input=dep("q3", owned, bare), check=False)
+        assert proc.returncode == 1
+        assert (prefix + f"expression '{priv}' resulted in error: no such key: securityContext") in proc.stderr
+        # Nothing decides rule 2 either way once no container has env: the error, not a false.
+        proc = chain.kubectl("create", "-f", "-", input=dep("q4", plain), check=False)
+        assert proc.returncode == 1
+        assert (prefix + f"expression '{owner}' resulted in error: no such key: env") in proc.stderr
+    finally:
+        cleanup(chain, name)
+        chain.kubectl("delete", "deployment", "q2", "-n", ns, "--ignore-not-found", check=False)

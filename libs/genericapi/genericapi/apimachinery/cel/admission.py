@@ -41,7 +41,7 @@ import cel as celrust
 from genericapi.apimachinery.admission import Attributes
 from genericapi.apimachinery.authorization import Authorizer
 
-from . import authz
+from . import authz, macros
 from .checks import _TOKEN
 from .library import FUNCTIONS
 from .validator import _runtime_text
@@ -291,6 +291,19 @@ class Activation:
         authz.bind(self.authorizer, self.attrs.user)
         return ctx
 
+    def _bound(self, expr: Expression, names: set[str]) -> dict[str, Any]:
+        """The values ``_context`` binds for ``expr``, as Python values (for ``macros``' exact fold)."""
+        out: dict[str, Any] = {}
+        for name in expr.refs:
+            if name == "variables":
+                out[name] = {n: self._values[n] for n in names if n in self._values}
+                continue
+            value = self._value(name)
+            if self.paths is not None and name in _PRUNABLE:
+                value = prune(value, self.paths.get(name))
+            out[name] = value
+        return out
+
     def _needed(self, expr: Expression) -> set[str]:
         declared = {n: e for n, e in self.composition}
         seen: set[str] = set()
@@ -317,7 +330,8 @@ class Activation:
             return None, f"compilation error: {expr.error}"
         self._compute(names)
         try:
-            return expr.program.execute(self._context(expr, names)), ""
+            return macros.run(expr.program, expr.source, self._context(expr, names),
+                              lambda: self._bound(expr, names), _ALL_FUNCTIONS if expr.functions else {}), ""
         except Exception as e:
             text, _overload = _runtime_text(e)
             for n in names:

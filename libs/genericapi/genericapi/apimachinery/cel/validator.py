@@ -16,6 +16,7 @@ from typing import Any
 
 import cel as celrust
 
+from genericapi.apimachinery.cel import macros
 from genericapi.apimachinery.cel.checks import escape
 from genericapi.apimachinery.cel.compiler import CompiledRule, RuleNode
 from genericapi.apimachinery.cel.library import FUNCTIONS
@@ -94,12 +95,12 @@ def _error_string(rule: CompiledRule) -> str:
     return rule.message.strip() if rule.message else rule.rule.strip()
 
 
-def _expression_message(rule: CompiledRule, ctx: Any) -> str | None:
+def _expression_message(rule: CompiledRule, ctx: Any, variables: dict[str, Any]) -> str | None:
     """The messageExpression's text, or None where kube falls back to message (it logs why)."""
     if rule.message_program is None:
         return None
     try:
-        result = rule.message_program.execute(ctx)
+        result = macros.run(rule.message_program, rule.message_expression, ctx, lambda: variables, FUNCTIONS)
     except Exception:
         return None
     if not isinstance(result, str):
@@ -186,11 +187,12 @@ class CELValidator:
         cel_self = to_cel(value, node.schema)
         cel_old = to_cel(old, node.schema) if old is not None else None
         ctx = _activation(cel_self, cel_old, old is not None)
+        variables = {"self": cel_self, "oldSelf": cel_old} if old is not None else {"self": cel_self}
         for rule in node.rules:
             if rule.uses_old_self and old is None:
                 continue  # transition rules run only where an old value correlates
             try:
-                result = rule.program.execute(ctx)
+                result = macros.run(rule.program, rule.rule, ctx, lambda: variables, FUNCTIONS)
             except Exception as e:  # the interpreter raises assorted exception types
                 text, overload = _runtime_text(e)
                 if overload:
@@ -204,5 +206,5 @@ class CELValidator:
                 continue
             if not rule.uses_old_self and unchanged:
                 continue  # ratcheting: an unchanged value keeps passing
-            detail = _expression_message(rule, ctx) or _message(rule)
+            detail = _expression_message(rule, ctx, variables) or _message(rule)
             errs.append(_failure(rule, path, node.type, detail))
