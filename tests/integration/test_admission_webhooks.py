@@ -318,6 +318,10 @@ def test_kubes_mutation_and_failed_open_audit_annotations(env: Env) -> None:
     assert failed_open[0].startswith("failed-open.mutation.webhook.admission.k8s.io/round_0_index_")
     assert failed_open[0].rsplit("_", 1)[1] == mutations_index(annotations, "down-m.w13.example.com")
     assert annotations["failed-open.validating.webhook.admission.k8s.io/round_0_index_0"] == "down-v.w13.example.com"
+    # The stamp webhook's JSONPatch is kube's Request-level patch.webhook annotation: a Metadata event
+    # (the default policy's level for ConfigMaps) never shows it.
+    assert event["level"] == "Metadata"
+    assert [k for k in annotations if k.startswith("patch.webhook.admission.k8s.io/")] == []
 
 
 def mutations_index(annotations: dict[str, str], webhook: str) -> str:

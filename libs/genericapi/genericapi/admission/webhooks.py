@@ -14,12 +14,11 @@ matchConditions), then calls it:
 A refusal is kube's ``admission webhook "x" denied the request: ...``; a webhook that cannot be
 called (or answers nonsense) fails the write with kube's 500 ``failed calling webhook "x": ...``
 under ``failurePolicy: Fail`` and is skipped under ``Ignore``. Warnings and audit annotations a
-webhook returns go into the admission record, with kube's own audit annotations: every mutating
-call's ``mutation.webhook.admission.k8s.io/round_<r>_index_<i>`` (configuration, webhook, mutated)
-and a skipped failure's ``failed-open.mutation.webhook.admission.k8s.io/...`` or
-``failed-open.validating.webhook.admission.k8s.io/...``. kube's Request-level
-``patch.webhook.admission.k8s.io/...`` (the patch itself) is not written: admission records here
-carry no audit level.
+webhook returns go into the admission record, with kube's own audit annotations (``webhookaudit``):
+every mutating call's ``mutation.webhook.admission.k8s.io/round_<r>_index_<i>`` (configuration,
+webhook, mutated), an applied JSONPatch's ``patch.webhook.admission.k8s.io/round_<r>_index_<i>`` at
+audit level Request, and a skipped failure's ``failed-open.mutation.webhook.admission.k8s.io/...``
+or ``failed-open.validating.webhook.admission.k8s.io/...``.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ from genericapi.apimachinery.errors import APIError
 from genericapi.registry.admissionchain import reinvocation
 from genericapi.registry.store import Store
 
-from . import rules
+from . import rules, webhookaudit
 from .client import CallError, decode_review
 from .review import InvalidResponse, Invocation, build_review, denial, dry_run_unsupported, verify_response
 from .source import Hook, WebhookSource
@@ -52,8 +51,8 @@ from .source import Hook, WebhookSource
 log = logging.getLogger(__name__)
 
 MUTATING_PLUGIN = "MutatingAdmissionWebhook"
-MUTATION_ANNOTATION = "mutation.webhook.admission.k8s.io/"
-FAILED_OPEN_MUTATING = "failed-open." + MUTATION_ANNOTATION
+MUTATION_ANNOTATION = webhookaudit.MUTATION_PREFIX
+FAILED_OPEN_MUTATING = webhookaudit.FAILED_OPEN_MUTATING_PREFIX
 FAILED_OPEN_VALIDATING = "failed-open.validating.webhook.admission.k8s.io/"
 VALIDATING_PLUGIN = "ValidatingAdmissionWebhook"
 
@@ -231,7 +230,7 @@ class MutatingWebhook(_WebhookPlugin):
                 suffix = f"round_{round_}_index_{index}"  # kube's webhookAnnotator keys
                 changed = False
                 try:
-                    changed = await self._mutate(hook, attrs, inv)
+                    changed = await self._mutate(hook, attrs, inv, suffix)
                 except CallFailed as err:
                     if hook.failure_policy == "Ignore":
                         log.warning("Failed calling webhook, failing open %s: %s", hook.name, err)
@@ -242,8 +241,8 @@ class MutatingWebhook(_WebhookPlugin):
                     raise apierrors.internal_error(str(err)) from None
                 finally:
                     # kube annotates every call it makes, refused or failed too (mutated: false)
-                    attrs.add_annotation(f"{MUTATION_ANNOTATION}{suffix}", orjson.dumps(
-                        {"configuration": hook.configuration, "webhook": hook.name, "mutated": changed}).decode())
+                    attrs.add_annotation(f"{MUTATION_ANNOTATION}{suffix}",
+                                         webhookaudit.mutation_value(hook.configuration, hook.name, changed))
                 if changed:
                     ctx.require_reinvoking()
                     if state is not None:
@@ -253,7 +252,7 @@ class MutatingWebhook(_WebhookPlugin):
         finally:
             ctx.last_output = copy.deepcopy(attrs.obj)
 
-    async def _mutate(self, hook: Hook, attrs: Attributes, inv: Invocation) -> bool:
+    async def _mutate(self, hook: Hook, attrs: Attributes, inv: Invocation, suffix: str) -> bool:
         versioned = await self._versioned(attrs, inv)
         verdict = await self._call(hook, versioned.attrs, versioned.invocation)
         if not verdict.patch:
@@ -278,6 +277,10 @@ class MutatingWebhook(_WebhookPlugin):
         if not isinstance(patched, dict):
             raise apierrors.internal_error("json: cannot unmarshal array into Go value of type map[string]interface {}")
         changed = patched != current
+        # kube's addPatchAnnotation: every applied patch (changed or not), at audit level Request
+        webhookaudit.record(attrs, f"{webhookaudit.PATCH_PREFIX}{suffix}",
+                           webhookaudit.patch_value(hook.configuration, hook.name, verdict.patch),
+                           webhookaudit.LEVEL_REQUEST)
         if (inv.group, inv.version) != (attrs.group, attrs.version) and self.equivalents is not None:
             patched = await self.equivalents.convert(patched, attrs.group, attrs.version, attrs.kind)
         _check_identity(attrs, patched)
