@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from benchutil import CONCURRENCY, client_ssl
+from benchutil import CONCURRENCY, client_ssl, without_flags
 from proccpu import ProcCPU
 
 from kubechain_cli.chain import Chain, free_port
@@ -58,19 +58,7 @@ Runner = Callable[[int, Callable[[int], Awaitable[None]]], Awaitable[float]]
 
 def _without_audit_and_apf(argv: list[str]) -> list[str]:
     """The gateway's command line without its audit flags and APF switch (each mode sets its own)."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in AUDIT_FLAGS_WITH_VALUE:
-            skip = True
-            continue
-        if arg.split("=", 1)[0] in (*AUDIT_FLAGS_WITH_VALUE, APF_SWITCH):
-            continue
-        out.append(arg)
-    return out
+    return without_flags(argv, AUDIT_FLAGS_WITH_VALUE, (APF_SWITCH,))
 
 
 def _with_port(argv: list[str], port: int) -> list[str]:

@@ -42,3 +42,21 @@ def client_ssl(chain: Chain, user: str) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=chain.pki.ca)
     ctx.load_cert_chain(str(crt_path), str(key_path))
     return ctx
+
+
+def without_flags(argv: list[str], with_value: tuple[str, ...], switches: tuple[str, ...] = ()) -> list[str]:
+    """``argv`` without the flags in ``with_value`` (as ``--f v`` or ``--f=v``) and ``switches``: a
+    bench mode takes a chain process's command line and sets those flags its own way."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in with_value:
+            skip = True
+            continue
+        if arg.split("=", 1)[0] in (*with_value, *switches):
+            continue
+        out.append(arg)
+    return out

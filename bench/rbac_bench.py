@@ -31,7 +31,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchutil import CONCURRENCY, client_ssl, run_concurrently
+from benchutil import CONCURRENCY, client_ssl, run_concurrently, without_flags
 from proccpu import ProcCPU
 
 from kubechain_cli.chain import Chain, free_port
@@ -56,18 +56,7 @@ Runner = Callable[[int, Callable[[int], Awaitable[None]]], Awaitable[float]]
 
 def gateway_argv(argv: list[str], port: int, mode: str) -> list[str]:
     """The chain gateway's command line on ``port`` with ``--authorization-mode mode``, audit and APF off."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in _FLAGS_WITH_VALUE:
-            skip = True
-            continue
-        if arg.split("=", 1)[0] in (*_FLAGS_WITH_VALUE, *_SWITCHES):
-            continue
-        out.append(arg)
+    out = without_flags(argv, _FLAGS_WITH_VALUE, _SWITCHES)
     out[out.index("--secure-port") + 1] = str(port)
     return [*out, "--authorization-mode", mode, "--enable-priority-and-fairness=false"]
 

@@ -11,6 +11,7 @@ from typing import Any
 from genericapi.apimachinery.authorization import Attributes, Decision
 from genericapi.apimachinery.rbac import RBACAuthorizer, rule_allows
 from genericapi.apimachinery.user import UserInfo
+from support.rbac_source import DictSource
 
 VERBS = ["get", "list", "create", "delete", "*"]
 GROUPS = ["", "apps", "*"]
@@ -21,24 +22,13 @@ USERS = ["alice", "bob", "system:serviceaccount:ns1:robot", "system:serviceaccou
 GROUP_NAMES = ["devs", "ops", "system:authenticated"]
 
 
-class Source:
+class Source(DictSource):
     def __init__(self, rng: random.Random) -> None:
+        super().__init__()
         self.cluster_roles = {f"cr{i}": _role(rng) for i in range(6)}
         self.roles = {("ns1", f"r{i}"): _role(rng) for i in range(3)}
         self.crbs = [_binding(rng, f"crb{i}", "") for i in range(12)]
         self.rbs = {"ns1": [_binding(rng, f"rb{i}", "ns1") for i in range(6)]}
-
-    def cluster_role(self, name: str) -> Any:
-        return self.cluster_roles.get(name)
-
-    def role(self, namespace: str, name: str) -> Any:
-        return self.roles.get((namespace, name))
-
-    def cluster_role_bindings(self) -> list[Any]:
-        return self.crbs
-
-    def role_bindings(self, namespace: str) -> list[Any]:
-        return self.rbs.get(namespace, [])
 
 
 def _some(rng: random.Random, values: list[str]) -> list[str]:

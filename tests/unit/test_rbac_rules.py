@@ -8,6 +8,7 @@ import pytest
 from genericapi.apimachinery.authorization import Attributes, Decision, forbidden
 from genericapi.apimachinery.rbac import RBACAuthorizer, rule_allows
 from genericapi.apimachinery.user import UserInfo
+from support.rbac_source import DictSource
 
 ALICE = UserInfo("alice", ("devs", "system:authenticated"))
 ROBOT = UserInfo("system:serviceaccount:team:robot", ("system:serviceaccounts", "system:authenticated"))
@@ -45,32 +46,12 @@ def test_rule_allows(rule: dict[str, Any], request_: Attributes, allowed: bool) 
     assert rule_allows(request_, rule) is allowed
 
 
-class Source:
-    def __init__(self) -> None:
-        self.cluster_roles: dict[str, Any] = {}
-        self.roles: dict[tuple[str, str], Any] = {}
-        self.crbs: list[Any] = []
-        self.rbs: dict[str, list[Any]] = {}
-
-    def cluster_role(self, name: str) -> Any:
-        return self.cluster_roles.get(name)
-
-    def role(self, namespace: str, name: str) -> Any:
-        return self.roles.get((namespace, name))
-
-    def cluster_role_bindings(self) -> list[Any]:
-        return self.crbs
-
-    def role_bindings(self, namespace: str) -> list[Any]:
-        return self.rbs.get(namespace, [])
-
-
 def binding(name: str, kind: str, role: str, *subjects: dict[str, str]) -> dict[str, Any]:
     return {"metadata": {"name": name}, "roleRef": {"kind": kind, "name": role}, "subjects": list(subjects)}
 
 
 async def test_bindings_grant_in_their_scope_only() -> None:
-    src = Source()
+    src = DictSource()
     src.cluster_roles["reader"] = {"rules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}]}
     src.roles[("team", "cm")] = {"rules": [{"verbs": ["*"], "apiGroups": [""], "resources": ["configmaps"]}]}
     src.rbs["team"] = [binding("r1", "ClusterRole", "reader", {"kind": "Group", "name": "devs"}),
