@@ -1,4 +1,4 @@
-"""Watch cache: one etcd watch per resource, fanned out in memory to every client watch.
+"""Watch cache: one etcd watch per stored resource, fanned out in memory to every client watch.
 
 Like kube-apiserver's Cacher: the cache lists the resource once, then follows one etcd watch.
 It keeps the current state (for ``resourceVersion=0`` lists and for initial watch events) and a
@@ -6,6 +6,16 @@ window of recent events, so a client watch that starts at a revision inside the 
 replayed from memory. Older revisions raise ``TooOldRevisionError`` (the handler answers 410).
 Objects are decoded once per change by the codec the registry provides; storage never looks
 inside them beyond that callback.
+
+Every consumer in a process that caches the same key prefix (the stores of each served version of
+a resource, e.g. core/v1 and events.k8s.io/v1 Events, autoscaling/v1 and v2 HPAs, every served
+version of a custom resource; the admission policy source, the Service view and the RBAC view
+beside the stores they read) shares one ``_Source``: one etcd list and one etcd watch per prefix
+per etcd client. Each codec that decodes differently (a served version converted from the storage
+version) gets its own ``CacheView`` of decoded objects fed by that source, as kube's cacher
+converts per version on the way out; consumers whose codecs decode alike share one view.
+``WatchCache`` is a consumer's handle on its view: starting and stopping it attaches and detaches,
+and stopping ends only the client watches made through it.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,7 +93,7 @@ class CacheWatcher:
     when one change fans out to thousands of watchers.
     """
 
-    cache: WatchCache
+    cache: CacheView
     predicate: Predicate | None
     max_queue: int = 10_000
     items: deque[WatchItem] = field(default_factory=deque)
@@ -168,118 +179,77 @@ class CacheWatcher:
         self.cache._watchers.discard(self)
 
 
-class WatchCache:
-    """State and recent history of one resource prefix, kept current by one etcd watch."""
+def _view_key(codec: Codec) -> object:
+    """Codecs that decode stored bytes alike share one view: every ``JsonCodec`` without a read
+    conversion decodes the same way, so they share by type; any other codec has a view of its own."""
+    if getattr(codec, "_from_storage", True) is None:
+        return type(codec)
+    return codec
 
-    def __init__(self, client: EtcdClient, prefix: bytes, codec: Codec, window: int = 10_000,
-                 future_wait: float = 3.0) -> None:
-        self._client = client
-        self._prefix = prefix
+
+class CacheView:
+    """The decoded state and recent history of one prefix for one codec, fed by its ``_Source``."""
+
+    def __init__(self, source: _Source, codec: Codec, window: int) -> None:
+        self.source = source
         self._codec = codec
         self._window = window
-        self._future_wait = future_wait
         self._store: dict[bytes, CachedObject] = {}
+        self._loading: dict[bytes, CachedObject] = {}
         self._events: deque[CacheEvent] = deque()
         self._window_start = 0
+        #: Events at or below this revision are already in what the view listed.
+        self._base = 0
         self.revision = 0
         self._watchers: set[CacheWatcher] = set()
         self._ready = asyncio.Event()
         self._progress = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
+        #: Handles (consumers) attached to this view.
+        self.handles = 0
 
     @property
     def ready(self) -> bool:
         return self._ready.is_set()
 
-    @property
-    def object_count(self) -> int:
-        """How many objects the cache holds now (kube's ``apiserver_storage_objects``)."""
-        return len(self._store)
+    # -- fed by the source ----------------------------------------------------------------
+    def begin_load(self) -> None:
+        self._loading = {}
 
-    async def start(self) -> None:
-        if self._task is None:
-            # A restarted cache resumes its etcd watch from the last revision it saw.
-            self._task = asyncio.create_task(self._run(resume=self._ready.is_set()),
-                                             name=f"watchcache:{self._prefix.decode()}")
-        await self._ready.wait()
+    def load_page(self, kvs: list[Any]) -> None:
+        decode = self._codec.decode
+        items = self._loading
+        for kv in kvs:
+            obj, raw = decode(kv.value, kv.mod_revision)
+            items[kv.key] = CachedObject(kv.key, obj, raw, kv.mod_revision)
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        self.end_watchers()
-
-    def end_watchers(self) -> None:
-        """End every client watch cleanly (graceful shutdown); the cache keeps following etcd."""
-        for w in list(self._watchers):
-            w.terminate(None)
-        self._watchers.clear()
-
-    # -- following etcd ---------------------------------------------------------------
-    async def _relist(self) -> None:
-        items: dict[bytes, CachedObject] = {}
-        start, end = self._prefix, prefix_end(self._prefix)
-        revision = 0
-        while True:
-            kvs, header_rev, more = await self._client.range(start, end, revision=revision, limit=1000)
-            revision = revision or header_rev
-            for kv in kvs:
-                obj, raw = self._codec.decode(kv.value, kv.mod_revision)
-                items[kv.key] = CachedObject(kv.key, obj, raw, kv.mod_revision)
-            if not more or not kvs:
-                break
-            start = kvs[-1].key + b"\0"
-        self._store = items
+    def end_load(self, revision: int) -> None:
+        self._store, self._loading = self._loading, {}
         self._events.clear()
         self.revision = revision
         self._window_start = revision
+        self._base = revision
+        self._ready.set()
 
-    async def _run(self, resume: bool = False) -> None:
-        backoff = Backoff(0.05, 2.0)
-        need_list = not resume
-        while True:
-            try:
-                if need_list:
-                    await self._relist()
-                    need_list = False
-                    self._ready.set()
-                    await self._notify_progress()
-                async for batch in self._client.watch(self._prefix, self.revision + 1):
-                    await self._apply(batch)
-                    backoff.reset()
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is None or task.cancelling():
-                    raise
-                # Not our cancellation (a gRPC call cancelled under us): the cache must keep
-                # following etcd, or it stays at this revision for good.
-                log.warning("watch cache %s: etcd watch cancelled; retrying", self._prefix.decode())
-            except TooOldRevisionError as err:
-                log.warning("watch cache %s: %s; relisting", self._prefix.decode(), err)
-                for w in list(self._watchers):
-                    w.terminate(TooOldRevisionError(err.requested, self.revision))
-                self._watchers.clear()
-                need_list = True
-            except (UnavailableError, StorageError) as err:
-                log.warning("watch cache %s: %s; retrying", self._prefix.decode(), err)
-            except Exception:
-                log.exception("watch cache %s failed; retrying", self._prefix.decode())
-            await asyncio.sleep(backoff.next())
+    def terminate_watchers(self, error: StorageError | None) -> None:
+        for w in list(self._watchers):
+            w.terminate(error)
+        self._watchers.clear()
 
-    async def _apply(self, batch: WatchBatch) -> None:
+    def apply(self, batch: WatchBatch) -> None:
+        codec = self._codec
         for ev in batch.events:
+            if ev.mod_revision <= self._base:
+                continue  # this view listed after the change
             if ev.kind == "DELETE":
                 old = self._store.pop(ev.key, None)
                 if old is None and ev.prev_value is None:
                     continue
-                prev_obj = old.obj if old is not None else self._codec.decode(ev.prev_value or b"{}", 0)[0]
-                obj, raw = self._codec.decode(ev.prev_value if ev.prev_value is not None
-                                              else (old.raw if old else b"{}"), ev.mod_revision)
+                prev_obj = old.obj if old is not None else codec.decode(ev.prev_value or b"{}", 0)[0]
+                obj, raw = codec.decode(ev.prev_value if ev.prev_value is not None
+                                        else (old.raw if old else b"{}"), ev.mod_revision)
                 event = CacheEvent("DELETED", ev.key, obj, raw, prev_obj, ev.mod_revision)
             else:
-                obj, raw = self._codec.decode(ev.value, ev.mod_revision)
+                obj, raw = codec.decode(ev.value, ev.mod_revision)
                 old = self._store.get(ev.key)
                 self._store[ev.key] = CachedObject(ev.key, obj, raw, ev.mod_revision)
                 event = CacheEvent("MODIFIED" if old is not None else "ADDED", ev.key, obj, raw,
@@ -291,28 +261,28 @@ class WatchCache:
             self.revision = ev.mod_revision
             for w in tuple(self._watchers):
                 w.offer(event)
-        await self._notify_progress()
 
-    async def _notify_progress(self) -> None:
+    async def notify_progress(self) -> None:
         async with self._progress:
             self._progress.notify_all()
 
-    async def wait_for_revision(self, revision: int) -> None:
-        """Wait (bounded) until the cache is as fresh as ``revision``; else FutureRevisionError.
+    # -- serving ----------------------------------------------------------------------------
+    async def wait_for_revision(self, revision: int, future_wait: float) -> None:
+        """Wait (bounded) until the view is as fresh as ``revision``; else FutureRevisionError.
 
         Other resources' writes move etcd's revision too, so waiting for an event of our own
         could take forever. Instead etcd is asked whether anything under our prefix changed
-        after what the cache has seen, up to ``revision``: if nothing did (no key modified
-        since, same number of keys), the cache already is the state at ``revision``.
+        after what the view has seen, up to ``revision``: if nothing did (no key modified
+        since, same number of keys), the view already is the state at ``revision``.
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._future_wait
+        deadline = loop.time() + future_wait
+        client, prefix = self.source.client, self.source.prefix
         while self.revision < revision:
             seen, size = self.revision, len(self._store)
             try:
-                changed = await self._client.count_modified_since(self._prefix, prefix_end(self._prefix),
-                                                                  revision, seen + 1)
-                total = await self._client.count(self._prefix, prefix_end(self._prefix), revision)
+                changed = await client.count_modified_since(prefix, prefix_end(prefix), revision, seen + 1)
+                total = await client.count(prefix, prefix_end(prefix), revision)
             except TooOldRevisionError:
                 changed, total = 1, -1
             if self.revision >= revision:
@@ -330,27 +300,20 @@ class WatchCache:
             except TimeoutError:
                 continue
 
-    # -- serving ----------------------------------------------------------------------
     def get(self, key: bytes) -> CachedObject | None:
         return self._store.get(key)
 
     def list(self, key_prefix: bytes, predicate: Predicate | None = None) -> tuple[list[CachedObject], int]:
-        """Current objects under ``key_prefix`` (sorted by key) and the cache revision."""
         items = [c for k, c in self._store.items()
                  if k.startswith(key_prefix) and (predicate is None or predicate(c.obj))]
         items.sort(key=lambda c: c.key)
         return items, self.revision
 
     async def watch(self, start_revision: int | None, predicate: Predicate | None,
-                    initial_events: bool | None = None) -> CacheWatcher:
-        """A watcher from ``start_revision`` (None or 0: current state as ADDED events first).
-
-        ``initial_events`` overrides whether the current state is sent first (sendInitialEvents);
-        with it the watcher ends the initial part with a Bookmark(initial_events_end=True).
-        """
+                    initial_events: bool | None, future_wait: float) -> CacheWatcher:
         pred = predicate
         if start_revision:
-            await self.wait_for_revision(start_revision)
+            await self.wait_for_revision(start_revision, future_wait)
         watcher = CacheWatcher(self, pred)
         send_state = initial_events if initial_events is not None else not start_revision
         if send_state:
@@ -375,5 +338,262 @@ class WatchCache:
         return watcher
 
 
-__all__ = ["Bookmark", "CacheEvent", "CacheWatcher", "CachedObject", "Codec", "WatchCache",
-           "WatchClosed", "WatchItem"]
+class _Source:
+    """One etcd list and watch of one prefix, feeding every view attached to it."""
+
+    def __init__(self, client: EtcdClient, prefix: bytes) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.views: dict[object, CacheView] = {}
+        #: The newest revision applied from etcd (where a resumed watch starts).
+        self.revision = 0
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        #: Held while a batch is applied or a view lists, so a view attaches between batches.
+        self._lock = asyncio.Lock()
+
+    def ensure_running(self) -> None:
+        if self._task is None:
+            # A restarted source resumes its etcd watch from the last revision it saw.
+            self._task = asyncio.create_task(self._run(resume=self._ready.is_set()),
+                                             name=f"watchcache:{self.prefix.decode()}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def attach(self, key: object, codec: Codec, window: int) -> CacheView:
+        view = self.views.get(key)
+        if view is not None:
+            view._window = max(view._window, window)
+            view.handles += 1
+            return view
+        view = CacheView(self, codec, window)
+        view.handles = 1
+        self.views[key] = view
+        backoff = Backoff(0.05, 2.0)
+        while True:
+            try:
+                async with self._lock:
+                    if self._ready.is_set() and not view.ready:
+                        # The source is following etcd already: this view lists for itself, at
+                        # etcd's newest revision, and skips the events at or below it still on
+                        # their way.
+                        view.begin_load()
+                        revision = await self._range(view.load_page)
+                        view.end_load(max(revision, self.revision))
+                return view
+            except asyncio.CancelledError:
+                self.detach(view)
+                raise
+            except StorageError as err:  # etcd away: wait for it, as a first list does
+                log.warning("watch cache %s: %s; retrying", self.prefix.decode(), err)
+            await asyncio.sleep(backoff.next())
+
+    def detach(self, view: CacheView) -> None:
+        view.handles -= 1
+        if view.handles <= 0:
+            for key, v in list(self.views.items()):
+                if v is view:
+                    del self.views[key]
+
+    async def _range(self, page: Callable[[list[Any]], None]) -> int:
+        start, end = self.prefix, prefix_end(self.prefix)
+        revision = 0
+        while True:
+            kvs, header_rev, more = await self.client.range(start, end, revision=revision, limit=1000)
+            revision = revision or header_rev
+            page(kvs)
+            if not more or not kvs:
+                return revision
+            start = kvs[-1].key + b"\0"
+
+    async def _relist(self) -> None:
+        async with self._lock:
+            views = list(self.views.values())
+            for v in views:
+                v.begin_load()
+
+            def page(kvs: list[Any]) -> None:
+                for v in views:
+                    v.load_page(kvs)
+
+            revision = await self._range(page)
+            for v in views:
+                v.end_load(revision)
+            self.revision = revision
+        self._ready.set()
+        for v in views:
+            await v.notify_progress()
+
+    async def _run(self, resume: bool = False) -> None:
+        backoff = Backoff(0.05, 2.0)
+        need_list = not resume
+        while True:
+            try:
+                if need_list:
+                    await self._relist()
+                    need_list = False
+                async for batch in self.client.watch(self.prefix, self.revision + 1):
+                    async with self._lock:
+                        views = list(self.views.values())
+                        for v in views:
+                            v.apply(batch)
+                        if batch.events:
+                            self.revision = max(self.revision, batch.events[-1].mod_revision)
+                    for v in views:
+                        await v.notify_progress()
+                    backoff.reset()
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise
+                # Not our cancellation (a gRPC call cancelled under us): the cache must keep
+                # following etcd, or it stays at this revision for good.
+                log.warning("watch cache %s: etcd watch cancelled; retrying", self.prefix.decode())
+            except TooOldRevisionError as err:
+                log.warning("watch cache %s: %s; relisting", self.prefix.decode(), err)
+                for v in list(self.views.values()):
+                    v.terminate_watchers(TooOldRevisionError(err.requested, v.revision))
+                need_list = True
+            except (UnavailableError, StorageError) as err:
+                log.warning("watch cache %s: %s; retrying", self.prefix.decode(), err)
+            except Exception:
+                log.exception("watch cache %s failed; retrying", self.prefix.decode())
+            await asyncio.sleep(backoff.next())
+
+
+#: Every etcd client's sources, by prefix: what makes one etcd watch per prefix per process.
+_SOURCES: weakref.WeakKeyDictionary[EtcdClient, dict[bytes, _Source]] = weakref.WeakKeyDictionary()
+
+
+def _source(client: EtcdClient, prefix: bytes) -> _Source:
+    sources = _SOURCES.setdefault(client, {})
+    source = sources.get(prefix)
+    if source is None:
+        source = sources[prefix] = _Source(client, prefix)
+    return source
+
+
+def open_sources(client: EtcdClient) -> dict[bytes, int]:
+    """Views per shared source of ``client`` (a prefix listed once: one etcd watch)."""
+    return {p: len(s.views) for p, s in _SOURCES.get(client, {}).items()}
+
+
+class WatchCache:
+    """One consumer's handle on the cached state of one resource prefix (see the module docstring)."""
+
+    def __init__(self, client: EtcdClient, prefix: bytes, codec: Codec, window: int = 10_000,
+                 future_wait: float = 3.0) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._codec = codec
+        self._window = window
+        self._future_wait = future_wait
+        self._view: CacheView | None = None
+        self._mine: weakref.WeakSet[CacheWatcher] = weakref.WeakSet()
+
+    @property
+    def ready(self) -> bool:
+        return self._view is not None and self._view.ready
+
+    @property
+    def object_count(self) -> int:
+        """How many objects the cache holds now (kube's ``apiserver_storage_objects``)."""
+        return len(self._view._store) if self._view is not None else 0
+
+    @property
+    def revision(self) -> int:
+        return self._view.revision if self._view is not None else 0
+
+    @revision.setter
+    def revision(self, value: int) -> None:
+        """Move the cache back (tests simulating a cache that fell behind a compaction)."""
+        if self._view is not None:
+            self._view.revision = value
+            self._view.source.revision = value
+
+    @property
+    def _window_start(self) -> int:
+        return self._view._window_start if self._view is not None else 0
+
+    @_window_start.setter
+    def _window_start(self, value: int) -> None:
+        if self._view is not None:
+            self._view._window_start = value
+
+    @property
+    def _task(self) -> asyncio.Task[None] | None:
+        """The shared source's task following etcd."""
+        return self._view.source._task if self._view is not None else None
+
+    @_task.setter
+    def _task(self, value: asyncio.Task[None] | None) -> None:
+        if self._view is not None:
+            self._view.source._task = value
+
+    async def start(self) -> None:
+        source = _source(self._client, self._prefix)
+        if self._view is None:
+            self._view = await source.attach(_view_key(self._codec), self._codec, self._window)
+        source.ensure_running()
+        await self._view._ready.wait()
+
+    async def stop(self) -> None:
+        view, self._view = self._view, None
+        self._end_mine()
+        if view is None:
+            return
+        source = view.source
+        source.detach(view)
+        if not source.views:
+            sources = _SOURCES.get(self._client, {})
+            if sources.get(self._prefix) is source:
+                del sources[self._prefix]
+            await source.stop()
+
+    def _end_mine(self) -> None:
+        for w in list(self._mine):
+            w.terminate(None)
+            w.cache._watchers.discard(w)
+        self._mine = weakref.WeakSet()
+
+    def end_watchers(self) -> None:
+        """End every client watch made through this handle cleanly (graceful shutdown); the
+        cache keeps following etcd."""
+        self._end_mine()
+
+    def _live(self) -> CacheView:
+        if self._view is None:
+            raise UnavailableError(f"watch cache {self._prefix.decode()} is not started")
+        return self._view
+
+    async def wait_for_revision(self, revision: int) -> None:
+        await self._live().wait_for_revision(revision, self._future_wait)
+
+    # -- serving ----------------------------------------------------------------------
+    def get(self, key: bytes) -> CachedObject | None:
+        return self._view._store.get(key) if self._view is not None else None
+
+    def list(self, key_prefix: bytes, predicate: Predicate | None = None) -> tuple[list[CachedObject], int]:
+        """Current objects under ``key_prefix`` (sorted by key) and the cache revision."""
+        if self._view is None:
+            return [], 0
+        return self._view.list(key_prefix, predicate)
+
+    async def watch(self, start_revision: int | None, predicate: Predicate | None,
+                    initial_events: bool | None = None) -> CacheWatcher:
+        """A watcher from ``start_revision`` (None or 0: current state as ADDED events first).
+
+        ``initial_events`` overrides whether the current state is sent first (sendInitialEvents);
+        with it the watcher ends the initial part with a Bookmark(initial_events_end=True).
+        """
+        watcher = await self._live().watch(start_revision, predicate, initial_events, self._future_wait)
+        self._mine.add(watcher)
+        return watcher
+
+__all__ = ["Bookmark", "CacheEvent", "CacheView", "CacheWatcher", "CachedObject", "Codec", "WatchCache",
+           "WatchClosed", "WatchItem", "open_sources"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -148,6 +149,8 @@ class EtcdClient:
         self._transformers: list[tuple[bytes, PrefixTransformers]] = []
         #: kube's etcd metrics and (when configured) a span per call (instrumentation.py).
         self.instruments = EtcdInstruments()
+        #: Watch streams open now, by key prefix (one per watch cache source: see cacher.py).
+        self.open_watches: Counter[bytes] = Counter()
 
     # -- encryption at rest -------------------------------------------------------------
     def set_transformer(self, prefix: bytes, transformers: PrefixTransformers) -> None:
@@ -381,6 +384,7 @@ class EtcdClient:
             await stop.wait()
 
         call = stub.Watch(requests())
+        self.open_watches[prefix] += 1
         try:
             async for resp in call:
                 if resp.compact_revision:
@@ -415,3 +419,6 @@ class EtcdClient:
         finally:
             stop.set()
             call.cancel()
+            self.open_watches[prefix] -= 1
+            if not self.open_watches[prefix]:
+                del self.open_watches[prefix]
