@@ -13,10 +13,13 @@ and every AdmissionReview received is recorded:
 - ``/deny-label/key=K``: refused when the object carries label K, else allowed
 - ``/error-500`` (plain text 500), ``/junk`` (not JSON), ``/wrong-uid``, ``/wrong-version``
   (an admission.k8s.io/v1beta1 answer), ``/no-response``
-- ``GET /requests`` (``?clear=1`` empties the record): ``[{"mode": ..., "query": ..., "review": ...}, ...]``
+- ``GET /requests`` (``?clear=1`` empties the record): ``[{"mode": ..., "query": ..., "review": ...,
+  "http_version": "1.1" or "2"}, ...]``
 
 ``AdmissionWebhook.start(pki)`` runs it (``make_pki`` in conversion_webhook writes the CA and
-certificate); ``python admission_webhook.py --cert C --key K`` prints ``READY <port>``.
+certificate); ``python admission_webhook.py --cert C --key K`` prints ``READY <port>``. By default it
+is aiohttp's server, HTTP/1.1 only (no ALPN); ``http2=True`` (``--http2``) serves the same answers
+with hypercorn, which offers ``h2`` and ``http/1.1`` by ALPN as Go webhook servers do.
 """
 
 from __future__ import annotations
@@ -109,7 +112,8 @@ async def serve(cert: str, key: str, port: int) -> None:
             review = json.loads(body)
         except ValueError:
             review = {"undecodable": body.decode("utf-8", "replace")}
-        record.append({"mode": mode, "query": query, "review": review})
+        record.append({"mode": mode, "query": query, "review": review,
+                       "http_version": f"{request.version.major}.{request.version.minor}"})
         if mode == "sleep":
             await asyncio.sleep(float(query.get("seconds", "5")))
         if mode == "error-500":
@@ -133,6 +137,70 @@ async def serve(cert: str, key: str, port: int) -> None:
     await asyncio.Event().wait()
 
 
+async def serve_http2(cert: str, key: str, port: int) -> None:
+    """The same answers from hypercorn, which speaks HTTP/2 to a client that picks ``h2`` by ALPN."""
+    from hypercorn.asyncio import serve as hypercorn_serve  # the server's own process only
+    from hypercorn.config import Config
+
+    record: list[dict[str, Any]] = []
+
+    async def respond(send: Any, status: int, body: bytes, content_type: str) -> None:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", content_type.encode()),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        path, method = scope["path"], scope["method"]
+        if method == "GET" and path == "/requests":
+            out = json.dumps(record).encode()
+            if b"clear" in scope.get("query_string", b""):
+                record.clear()
+            await respond(send, 200, out, "application/json")
+            return
+        mode, *params = path.strip("/").split("/")
+        query = dict(p.partition("=")[::2] for p in params)
+        mode = mode or "allow"
+        try:
+            review = json.loads(body)
+        except ValueError:
+            review = {"undecodable": body.decode("utf-8", "replace")}
+        record.append({"mode": mode, "query": query, "review": review, "http_version": scope["http_version"]})
+        if mode == "sleep":
+            await asyncio.sleep(float(query.get("seconds", "5")))
+        if mode == "error-500":
+            await respond(send, 500, b"boom", "text/plain; charset=utf-8")
+        elif mode == "junk":
+            await respond(send, 200, b"this is not json", "application/json")
+        else:
+            await respond(send, 200, json.dumps(answer(mode, query, review)).encode(), "application/json")
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    config = Config()
+    config.bind = [f"fd://{sock.fileno()}"]
+    config.certfile, config.keyfile = cert, key
+    config.alpn_protocols = ["h2", "http/1.1"]
+    config.accesslog = config.errorlog = None
+    print(f"READY {sock.getsockname()[1]}", flush=True)
+    await hypercorn_serve(app, config)  # type: ignore[arg-type]
+
+
 @dataclass
 class AdmissionWebhook:
     """The webhook running in its own process (``stop()`` ends it)."""
@@ -142,9 +210,10 @@ class AdmissionWebhook:
     pki: Pki
 
     @classmethod
-    def start(cls, pki: Pki, port: int = 0) -> AdmissionWebhook:
+    def start(cls, pki: Pki, port: int = 0, http2: bool = False) -> AdmissionWebhook:
         proc = subprocess.Popen([sys.executable, __file__, "--cert", pki.cert_file, "--key", pki.key_file,
-                                 "--port", str(port)], stdout=subprocess.PIPE, text=True)
+                                 "--port", str(port), *(["--http2"] if http2 else [])],
+                                stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         line = proc.stdout.readline()  # READY <port> once listening (or nothing if it died)
         if not line.startswith("READY "):
@@ -175,8 +244,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--http2", action="store_true", help="hypercorn: h2 and http/1.1 by ALPN")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.cert, args.key, args.port))
+    asyncio.run((serve_http2 if args.http2 else serve)(args.cert, args.key, args.port))
 
 
 if __name__ == "__main__":

@@ -6,16 +6,21 @@ probes, conversion and admission webhooks, the audit webhook) is an aiohttp sess
 that they agree on what matters across the project: pooled keep-alive connections (unbounded
 unless a caller bounds them: an open watch holds one), a connect timeout so an unreachable peer
 fails fast, no overall timeout unless asked (watches and long LISTs stream), and for proxies the
-bytes passed through as they came (no decompression, no headers of aiohttp's own).
+bytes passed through as they came (no decompression, no headers of aiohttp's own). The one
+exception is ``new_http2_client``, for the peers kube reaches over HTTP/2 (admission webhooks).
 """
 
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
 import aiohttp
 
-__all__ = ["CONNECT_TIMEOUT", "KEEPALIVE_SECONDS", "new_session"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["CONNECT_TIMEOUT", "KEEPALIVE_SECONDS", "new_http2_client", "new_session"]
 
 #: Seconds to open a connection (TCP and TLS handshake) before the call fails.
 CONNECT_TIMEOUT = 5.0
@@ -48,3 +53,22 @@ def new_session(*, ssl_context: ssl.SSLContext | bool | None = None, unix_path: 
         return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
                                      skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"))
     return aiohttp.ClientSession(connector=connector, timeout=timeout)
+
+
+def new_http2_client(*, ssl_context: ssl.SSLContext, limit: int = 0,
+                     connect_timeout: float = CONNECT_TIMEOUT) -> httpx.AsyncClient:
+    """A pooled client that offers HTTP/2 by ALPN, as Go's ``net/http`` does over TLS, and speaks
+    HTTP/1.1 to a server that picks it: for callers kube reaches with Go's client whose peers may
+    speak HTTP/2 (admission webhooks). aiohttp speaks HTTP/1.1 only, so this one is httpx (its
+    HTTP/2 is the ``h2`` package). ``limit``: connections at most (0: unbounded); over HTTP/2 one
+    connection carries every call at once. No overall timeout (callers bound each call); redirects
+    are not followed and the environment's proxies are not used, as kube's webhook client.
+    """
+    import httpx  # only the services that call webhooks pay for importing it
+
+    bound = limit or None
+    return httpx.AsyncClient(
+        http2=True, verify=ssl_context, trust_env=False, follow_redirects=False,
+        limits=httpx.Limits(max_connections=bound, max_keepalive_connections=bound,
+                            keepalive_expiry=KEEPALIVE_SECONDS),
+        timeout=httpx.Timeout(None, connect=connect_timeout))
