@@ -33,6 +33,10 @@ can run allOf rules, but CRD validation keeps ``AllowNestedXValidations`` off), 
 ``schema.structural``. ``format: date-time/date/duration/byte`` strings are timestamps/durations/
 bytes (``typed``); quantity/URL/IP/CIDR values compare by value (``library_ext``).
 
+The interpreter stops ``all``/``exists``/``exists_one`` at the first element whose predicate
+errors; cel-go lets another element decide (``['x', 1].exists(e, e > 0)`` is true): an evaluation
+that raised is run again through ``macros``, which folds as cel-go does.
+
 Known gaps: ``optionalOldSelf`` rules never run without an old value (no optional types);
 timestamps/durations have microsecond precision; ``quantity('1000m').isInteger()`` is true here
 (kube keeps Go's internal scale and says false).
