@@ -21,10 +21,12 @@ from typing import Any
 import pytest
 from coreapi.server import build_server as build_core
 from extensionsapi.server import build_server as build_extensions
+from genericapi.registry.codec import JsonCodec
 from genericapi.registry.options import DeleteOptions, ListOptions
 from genericapi.registry.store import Store
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig
-from genericapi.storage.cacher import CacheEvent, CacheWatcher
+from genericapi.storage.cacher import CacheEvent, CacheWatcher, WatchCache
+from genericapi.storage.etcd import EtcdClient
 
 pytestmark = pytest.mark.integration
 
@@ -176,3 +178,47 @@ async def test_custom_resource_versions_share_one_etcd_watch(etcd_server: Any) -
             w.close()
     finally:
         await server.stop()
+
+
+async def test_views_attaching_at_any_moment_share_the_watch_and_see_everything(etcd_server: Any) -> None:
+    """Handles with two codecs started together, one after the other, and one joining a running
+    source: each start returns listed, one etcd watch per prefix, and every change reaches each."""
+    client = EtcdClient([etcd_server.endpoint])
+
+    def upper(obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "data": {k: v.upper() for k, v in (obj.get("data") or {}).items()}}
+
+    try:
+        for round_ in range(12):
+            prefix = f"/attach-{uuid.uuid4().hex[:8]}/configmaps/".encode()
+            await client.put(prefix + b"ns/before", json.dumps({"metadata": {"name": "before"},
+                                                                "data": {"k": "a"}}).encode())
+            plain = WatchCache(client, prefix, JsonCodec(), window=50)
+            converted = WatchCache(client, prefix, JsonCodec(None, upper), window=50)
+            late = WatchCache(client, prefix, JsonCodec(), window=50)
+            if round_ % 2:
+                await asyncio.wait_for(asyncio.gather(plain.start(), converted.start()), 30)
+            else:
+                await asyncio.wait_for(plain.start(), 30)
+                await client.put(prefix + b"ns/between", b'{"metadata": {"name": "between"}, "data": {"k": "b"}}')
+                await asyncio.wait_for(converted.start(), 30)
+            watchers = [await plain.watch(None, None), await converted.watch(None, None)]
+            await client.put(prefix + b"ns/after", b'{"metadata": {"name": "after"}, "data": {"k": "c"}}')
+            await asyncio.wait_for(late.start(), 30)
+            assert client.open_watches[prefix] == 1
+            for _ in range(100):  # late shares plain's view: "after" is there once its event is
+                if late.get(prefix + b"ns/after") is not None:
+                    break
+                await asyncio.sleep(0.1)
+            assert late.get(prefix + b"ns/after") is not None
+            names = {"before", "after"} | ({"between"} if round_ % 2 == 0 else set())
+            for w, value in zip(watchers, ("c", "C"), strict=True):
+                got = await next_events(w, len(names))
+                assert {e.obj["metadata"]["name"] for e in got} == names
+                assert [e.obj["data"]["k"] for e in got if e.obj["metadata"]["name"] == "after"] == [value]
+                w.close()
+            for cache in (plain, converted, late):
+                await cache.stop()
+            assert prefix not in client.open_watches
+    finally:
+        await client.close()

@@ -425,7 +425,9 @@ class _Source:
             for v in views:
                 v.end_load(revision)
             self.revision = revision
-        self._ready.set()
+            # Set under the lock: a view that attached during this list finds the source ready
+            # and lists for itself.
+            self._ready.set()
         for v in views:
             await v.notify_progress()
 
