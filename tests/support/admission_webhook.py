@@ -197,6 +197,14 @@ async def serve_http2(cert: str, key: str, port: int) -> None:
     config.certfile, config.keyfile = cert, key
     config.alpn_protocols = ["h2", "http/1.1"]
     config.accesslog = config.errorlog = None
+    loop = asyncio.get_running_loop()
+
+    def quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # hypercorn's connection tasks end cancelled when the process is stopped: not an error
+        if not isinstance(context.get("exception"), asyncio.CancelledError):
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(quiet_cancellations)
     print(f"READY {sock.getsockname()[1]}", flush=True)
     await hypercorn_serve(app, config)  # type: ignore[arg-type]
 

@@ -134,3 +134,20 @@ async def test_errors_over_http2_in_kubes_words(offered: None, pki: Pki, h2_hook
         await untrusted.post(REVIEW, 10)
     assert str(err.value) == (f'Post "{h2_hook.url("/allow")}?timeout=10s": tls: failed to verify certificate: '
                               "x509: certificate signed by unknown authority")
+
+
+async def test_calls_in_flight_stay_bounded_over_http2(offered: None, monkeypatch: pytest.MonkeyPatch, pki: Pki,
+                                                       h2_hook: AdmissionWebhook,
+                                                       clients: list[WebhookClient]) -> None:
+    monkeypatch.setattr(webhook_client, "MAX_IN_FLIGHT", 3)
+    h2_hook.requests(clear=True)
+    url = h2_hook.url("/sleep/seconds=3")
+    hook = _client(clients, url, pki)
+    results = await asyncio.gather(*(hook.post(REVIEW, 5) for _ in range(9)), return_exceptions=True)
+    assert hook.protocol == "h2"
+    answered = [r for r in results if isinstance(r, bytes)]
+    cut = [r for r in results if isinstance(r, CallError)]
+    assert len(answered) == 3 and len(cut) == 6, results  # a second round of 3 s would end past 5 s
+    assert {str(e) for e in cut} == {f'Post "{url}?timeout=5s": context deadline exceeded'}
+    # the second round reached the webhook once the first freed its slots; the third never did
+    assert 3 < len(_versions(h2_hook, "sleep")) <= 6
