@@ -210,7 +210,7 @@ class Chain:
         endpoints = self.etcd_endpoints
         if not endpoints:
             endpoints = self._start_etcd(paths)
-        encryption = self._encryption_args()
+        encryption = self.encryption_args()
         self.etcd_endpoints = endpoints
         _ETCD_TLS[endpoints] = self.etcd_tls
         self.gateway_ports = [self.port, *(free_ports(self.replicas - 1) if self.replicas > 1 else [])]
@@ -298,7 +298,9 @@ class Chain:
         """Where a gateway writes its audit log by default."""
         return self.data_dir / "audit" / f"{self.replica_name('aggregator', replica)}.log"
 
-    def _encryption_args(self) -> list[str]:
+    def encryption_args(self) -> list[str]:
+        """The ``--encryption-provider-config`` flags every process reading this chain's etcd needs
+        (the default file made once in the data dir); another process on the same etcd passes them too."""
         if self.encryption_config == "none":
             return []
         path = Path(self.encryption_config) if self.encryption_config else self.data_dir / "encryption-config.yaml"

@@ -177,7 +177,9 @@ def test_second_core_api_process_on_the_chains_etcd(chain: ChainHandle) -> None:
     status, body = chain.json("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
     assert status == 201, body
     log = Path(tempfile.mkdtemp(prefix="core-replica-")) / "core-api.log"
-    second = CoreAPIProcess(c.etcd_endpoints, c.etcd_prefix, log, controllers=False).start()
+    # The chain's Secrets are encrypted at rest: a process without the key could not list them.
+    second = CoreAPIProcess(c.etcd_endpoints, c.etcd_prefix, log, controllers=False,
+                            extra_args=c.encryption_args()).start()
     try:
         second.wait_ready()
         first_url = c.backend_urls["core-api"]  # the chain's own core-api, over its Unix socket
