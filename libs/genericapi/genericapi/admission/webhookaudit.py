@@ -88,11 +88,6 @@ def mutation_value(configuration: str, webhook: str, mutated: bool) -> str:
 
 
 def record(attrs: Attributes, key: str, value: str, level: str) -> None:
-    """kube's ``AddAnnotationWithLevel``: a Metadata annotation always; a higher one only through a
-    record that keeps levels (else dropped: no event may show it at Metadata)."""
-    if level == LEVEL_METADATA:
-        attrs.add_annotation(key, value)
-        return
-    add = getattr(attrs, "add_annotation_with_level", None)
-    if add is not None:
-        add(key, value, level)
+    """kube's ``AddAnnotationWithLevel``: a Metadata annotation in every event, a higher one only in
+    events at that level or above (the gateway's audit filter compares)."""
+    attrs.add_annotation_with_level(key, value, level)

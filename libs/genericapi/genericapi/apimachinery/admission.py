@@ -51,9 +51,20 @@ class Attributes:
     #: Audit annotations added by plugins ("<plugin-or-webhook>/<key>": value).
     annotations: dict[str, str] = field(default_factory=dict)
 
+    #: Annotations for events at a higher audit level only (kube's AddAnnotationWithLevel):
+    #: key -> (level, value).
+    leveled_annotations: dict[str, tuple[str, str]] = field(default_factory=dict)
+
     def add_annotation(self, key: str, value: str) -> None:
         """kube's AddAnnotation: the first value for a key wins."""
         self.annotations.setdefault(key, value)
+
+    def add_annotation_with_level(self, key: str, value: str, level: str) -> None:
+        """kube's AddAnnotationWithLevel: only events at ``level`` or above show it."""
+        if level == "Metadata":
+            self.add_annotation(key, value)
+        elif key not in self.annotations:
+            self.leveled_annotations.setdefault(key, (level, value))
 
 
 class MutatingPlugin(Protocol):

@@ -14,6 +14,8 @@ from contextvars import ContextVar
 
 #: The annotations of the request being served (None: no request, e.g. a controller's own write).
 current: ContextVar[dict[str, str] | None] = ContextVar("audit_annotations", default=None)
+#: Its annotations for events at a higher audit level only: key -> (level, value).
+leveled: ContextVar[dict[str, tuple[str, str]] | None] = ContextVar("audit_annotations_leveled", default=None)
 
 
 def add(key: str, value: str) -> None:
@@ -28,3 +30,11 @@ def add_all(annotations: Mapping[str, str]) -> None:
     if found is not None:
         for key, value in annotations.items():
             found.setdefault(key, value)
+
+
+def add_all_leveled(annotations: Mapping[str, tuple[str, str]]) -> None:
+    """Record annotations that only events at their level or above show (first value wins)."""
+    found = leveled.get()
+    if found is not None:
+        for key, entry in annotations.items():
+            found.setdefault(key, entry)

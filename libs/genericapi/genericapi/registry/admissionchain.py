@@ -112,6 +112,7 @@ class AdmissionChain:
 def _hand_back(attrs: Attributes) -> None:
     """Move what plugins added to the record into the request's (once: the record is reused)."""
     auditannotations.add_all(attrs.annotations)  # for the gateway's audit event
+    auditannotations.add_all_leveled(attrs.leveled_annotations)
     scope = request_admission.get()
     if scope is not None:
         scope.warnings.extend(w for w in attrs.warnings if w not in scope.warnings)

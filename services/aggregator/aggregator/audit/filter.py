@@ -303,4 +303,8 @@ def _take_annotations(headers: Any, event: Event) -> list[tuple[bytes, bytes]]:
             for key, value in found.items():
                 if isinstance(key, str) and isinstance(value, str):
                     event.annotations.setdefault(key, value)
+                elif (isinstance(key, str) and isinstance(value, list) and len(value) == 2
+                      and value[0] in LEVEL_RANK and isinstance(value[1], str)
+                      and LEVEL_RANK[event.level] >= LEVEL_RANK[value[0]]):
+                    event.annotations.setdefault(key, value[1])  # kube's getAnnotations(ae.Level)
     return kept
