@@ -25,6 +25,12 @@ class JsonCodec:
         self._to_storage = to_storage
         self._from_storage = from_storage
 
+    @property
+    def converts(self) -> bool:
+        """Whether decoding converts from the storage version (the watch cache shares one view among
+        the codecs that do not)."""
+        return self._from_storage is not None
+
     def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` at the storage version (itself when served as stored)."""
         return self._to_storage(obj) if self._to_storage is not None else obj

@@ -182,7 +182,7 @@ class CacheWatcher:
 def _view_key(codec: Codec) -> object:
     """Codecs that decode stored bytes alike share one view: every ``JsonCodec`` without a read
     conversion decodes the same way, so they share by type; any other codec has a view of its own."""
-    if getattr(codec, "_from_storage", True) is None:
+    if not getattr(codec, "converts", True):
         return type(codec)
     return codec
 
