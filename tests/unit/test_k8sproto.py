@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 import pytest
-from genericapi.apimachinery import k8sproto, k8sproto_descriptors
+from genericapi.apimachinery import decoding, k8sproto, k8sproto_descriptors
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.k8sproto_convert import go_duration, gogo_value_field
 
@@ -568,16 +568,31 @@ def test_no_binary_means_no_descriptor_set(tmp_path: Path, monkeypatch: pytest.M
 
 # --- performance ---------------------------------------------------------------------------------
 
-def test_decoding_a_deployment_is_fast(registry: k8sproto.ProtoRegistry) -> None:
+def _fastest_batch(decode: Any, rounds: int = 60, batches: int = 5) -> float:
+    """Seconds per call in the fastest of ``batches`` batches (a batch slowed by other work on the
+    machine does not count)."""
+    best = float("inf")
+    for _ in range(batches):
+        started = time.perf_counter()
+        for _ in range(rounds):
+            decode()
+        best = min(best, (time.perf_counter() - started) / rounds)
+    return best
+
+
+def test_decoding_a_deployment_costs_a_few_json_decodes(registry: k8sproto.ProtoRegistry) -> None:
+    """kubectl's protobuf bodies must not cost much more than the JSON path every other client takes:
+    the same Deployment decoded from protobuf and from JSON (duplicate detection on, as for a
+    request), measured in one run as a ratio (about 2-3x on this machine; a per-field Python walk
+    gone wrong is 10x and more), never an absolute time."""
     body = k8sproto.encode_protobuf_body(_deployment(registry, 3), "apps/v1", "Deployment")
+    as_json = decoding.encode_json(k8sproto.decode_protobuf_body(body))
     for _ in range(20):
         k8sproto.decode_protobuf_body(body)
-    rounds = 300
-    started = time.perf_counter()
-    for _ in range(rounds):
-        k8sproto.decode_protobuf_body(body)
-    per_decode = (time.perf_counter() - started) / rounds
-    assert per_decode < 0.0005, f"{per_decode * 1e6:.0f} µs per decode"
+        decoding.decode_body(as_json, "application/json", detect_duplicates=True)
+    protobuf = _fastest_batch(lambda: k8sproto.decode_protobuf_body(body))
+    json_path = _fastest_batch(lambda: decoding.decode_body(as_json, "application/json", detect_duplicates=True))
+    assert protobuf / json_path < 6, f"{protobuf * 1e6:.0f} µs per protobuf decode, {json_path * 1e6:.0f} µs per JSON"
 
 
 # --- real kubectl --------------------------------------------------------------------------------
