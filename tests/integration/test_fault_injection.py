@@ -173,7 +173,8 @@ def raw(url: str, method: str, path: str, *, ctx: ssl.SSLContext, body: Any = No
 
 def injected_metric(url: str, ctx: ssl.SSLContext, **labels: str) -> float:
     """``kubechain_injected_faults_total`` for exactly these labels (0 when not yet counted)."""
-    with urllib.request.urlopen(url + "/metrics", context=ctx, timeout=10) as r:
+    # A scrape merges every process's exposition: seconds on a loaded machine (10 s was once too short).
+    with urllib.request.urlopen(url + "/metrics", context=ctx, timeout=60) as r:
         text = r.read().decode()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:

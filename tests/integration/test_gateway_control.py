@@ -72,14 +72,20 @@ def test_crd_is_usable_with_kubectl_right_after_established(chain: ChainHandle) 
     chain.kubectl("create", "namespace", ns)
     # Warm kubectl's discovery cache first, so the new group is a cache miss kubectl must resolve.
     chain.kubectl("api-resources")
+    # What the same two kubectl commands cost for a built-in kind right now (process start-up and
+    # discovery dominate; a loaded machine slows both alike).
+    started = time.monotonic()
+    chain.kubectl("get", "configmaps", "-n", ns)
+    chain.kubectl("api-resources", "--api-group=apps")
+    baseline = time.monotonic() - started
     established = create_established(chain, crd(group, "rockets", "Rocket"), f"rockets.{group}")
     out = chain.kubectl("get", "rockets", "-n", ns)
     assert "No resources found" in out.stderr
     resources = chain.kubectl("api-resources", f"--api-group={group}").stdout
     elapsed = time.monotonic() - established
     assert any(line.split()[:1] == ["rockets"] for line in resources.splitlines()[1:]), resources
-    print(f"CRD usable {elapsed:.3f}s after Established (kubectl get + api-resources)")
-    assert elapsed < 1.0, f"the CRD took {elapsed:.3f}s to be usable"
+    print(f"CRD usable {elapsed:.3f}s after Established (kubectl get + api-resources; {baseline:.3f}s for apps)")
+    assert elapsed < max(1.0, 3 * baseline), f"the CRD took {elapsed:.3f}s to be usable ({baseline:.3f}s for apps)"
     # A custom resource round-trips through the route the stream installed.
     chain.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(
         {"apiVersion": f"{group}/v1", "kind": "Rocket", "metadata": {"name": "r1"}, "spec": {"speed": 3}}))
