@@ -113,7 +113,7 @@ class Chain:
     #: Encryption at rest (``--encryption-provider-config``): "" writes and uses a default file in the
     #: data dir (Secrets with a fresh aescbc key, kept), "none" encrypts nothing, else a file of yours.
     encryption_config: str = ""
-    #: ``--authorization-mode`` of the gateway and core-api: RBAC, as a kubeadm cluster, or AlwaysAllow.
+    #: ``--authorization-mode`` of the gateway, core-api and extensions-api: RBAC, as a kubeadm cluster, or AlwaysAllow.
     authorization_mode: str = "RBAC"
     #: The gateways' ``--anonymous-auth``: true (kube's default, as a kubeadm cluster) makes a request without
     #: credentials system:anonymous, whom RBAC's bootstrap policy lets read health and version only.
@@ -256,7 +256,8 @@ class Chain:
         delegates = [arg for url in self.replica_urls["extensions-api"] for arg in ("--delegate-url", url)]
         for i in range(self.replicas):
             self._spawn(self.replica_name("extensions-api", i),
-                        [py, "-m", "extensionsapi", *listen["extensions-api"][i], *common])
+                        [py, "-m", "extensionsapi", *listen["extensions-api"][i],
+                         "--authorization-mode", self.authorization_mode, *common])
         for i in range(self.replicas):
             self._spawn(self.replica_name("core-api", i),
                         [py, "-m", "coreapi", *listen["core-api"][i], "--advertise-port", str(self.port),

@@ -10,12 +10,10 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from genericapi.apimachinery.authorization import AlwaysAllow, Authorizer
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.controllers.tasks import cancel_and_wait
 from genericapi.registry.codec import JsonCodec
-from genericapi.registry.rbacview import RBACView
 from genericapi.server.apiserver import (
     GenericAPIServer,
     ServerConfig,
@@ -25,6 +23,7 @@ from genericapi.server.apiserver import (
     config_from_args,
 )
 from genericapi.server.app import run_forever
+from genericapi.server.authorization import authorizer_for
 
 from . import (
     catalog,
@@ -214,24 +213,6 @@ def hide_disabled(server: GenericAPIServer, enabled: set[catalog.GroupVersion]) 
 
     server.post_start.insert(0, start)
     server.pre_shutdown.append(stop)
-
-
-def authorizer_for(server: GenericAPIServer, mode: str) -> Authorizer:
-    """What the access reviews ask: RBAC (system:masters first, roles from watch caches, started
-    before the server is ready) or AlwaysAllow."""
-    if mode != "RBAC":
-        return AlwaysAllow()
-    view = RBACView(server.etcd, server.config.etcd_prefix)
-
-    async def start(_s: GenericAPIServer) -> None:
-        await view.start()
-
-    async def stop(_s: GenericAPIServer) -> None:
-        await view.stop()
-
-    server.post_start.insert(0, start)
-    server.pre_shutdown.append(stop)
-    return view.authorizer()
 
 
 def install_rbac_bootstrap(server: GenericAPIServer) -> None:

@@ -13,20 +13,23 @@ import asyncio
 from genericapi.admission.equivalents import StoreEquivalents
 from genericapi.admission.source import MUTATING, VALIDATING, WebhookSource, configuration_view
 from genericapi.admission.webhooks import MutatingWebhook, ValidatingWebhook, namespace_labels_from
+from genericapi.apimachinery.authorization import Authorizer
 from genericapi.apimachinery.serviceresolver import ServiceResolver
 from genericapi.registry.store import Store
 from genericapi.server.apiserver import GenericAPIServer
 
 
-def install_webhooks(server: GenericAPIServer, namespaces: Store, resolver: ServiceResolver) -> None:
-    """Append the two webhook plugins to the chain; the views start with the server."""
+def install_webhooks(server: GenericAPIServer, namespaces: Store, resolver: ServiceResolver,
+                     authorizer: Authorizer | None = None) -> None:
+    """Append the two webhook plugins to the chain; the views start with the server. ``authorizer``
+    is what matchConditions' CEL ``authorizer`` asks (extensions-api's, as core-api's)."""
     views = [configuration_view(server.etcd, server.config.etcd_prefix, info) for info in (MUTATING, VALIDATING)]
     mutating = WebhookSource(views[0], resolver, mutating=True)
     validating = WebhookSource(views[1], resolver, mutating=False)
     labels = namespace_labels_from(namespaces)
     equivalents = StoreEquivalents(lambda: server.stores)
-    server.admission.mutating.append(MutatingWebhook(mutating, labels, equivalents))
-    server.admission.validating.append(ValidatingWebhook(validating, labels, equivalents))
+    server.admission.mutating.append(MutatingWebhook(mutating, labels, equivalents, authorizer))
+    server.admission.validating.append(ValidatingWebhook(validating, labels, equivalents, authorizer))
 
     async def start(_s: GenericAPIServer) -> None:
         await asyncio.gather(*(v.start() for v in views))

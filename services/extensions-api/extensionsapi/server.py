@@ -15,6 +15,7 @@ from genericapi.registry.namespacelifecycle import NamespaceLifecycle, namespace
 from genericapi.registry.serviceview import ClusterServiceView
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig, add_common_flags, config_from_args
 from genericapi.server.app import run_forever
+from genericapi.server.authorization import add_authorization_mode_flag, authorizer_for
 
 from .admission_policy import install as install_admission_policy
 from .admission_webhooks import install_webhooks
@@ -37,7 +38,10 @@ def _version_rank(version: str) -> str:
     return f"{stage_rank}{999 - major:03d}{999 - minor:03d}"
 
 
-def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]:
+def build_server(config: ServerConfig,
+                 authorization_mode: str = "AlwaysAllow") -> tuple[GenericAPIServer, CRDController]:
+    """extensions-api's server. ``authorization_mode`` (``--authorization-mode``) is the authorizer
+    admission asks on a request's behalf (CEL's ``authorizer``), as core-api's."""
     schemas = SchemaCatalog.load()
     server = GenericAPIServer(config, _order_key,
                               storage_hash=lambda info: info.extra.get("storageVersionHash", ""),
@@ -52,9 +56,11 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
     controller = CRDController(server, crds, schemas.definitions, ServiceResolver(services))
 
     namespaces = namespace_view(server.etcd, config.etcd_prefix)
+    authorizer = authorizer_for(server, authorization_mode)  # RBAC's watch caches: ready waits for them
     server.admission.mutating.append(NamespaceLifecycle(namespaces))
-    server.admission.validating.append(install_admission_policy(server, namespaces))
-    install_webhooks(server, namespaces, ServiceResolver(services))  # the webhook plugins: last of each phase
+    server.admission.validating.append(install_admission_policy(server, namespaces, authorizer))
+    # the webhook plugins: last of each phase
+    install_webhooks(server, namespaces, ServiceResolver(services), authorizer)
 
     async def start_services(_s: GenericAPIServer) -> None:
         await asyncio.gather(services.start(), namespaces.start())
@@ -74,8 +80,10 @@ def build_server(config: ServerConfig) -> tuple[GenericAPIServer, CRDController]
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="kubechain-extensions-api", description=__doc__)
     add_common_flags(parser, default_port=6445)
+    add_authorization_mode_flag(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s extensions-api %(levelname)s %(name)s: %(message)s")
-    server, _controller = build_server(config_from_args("extensions-api", args))
+    server, _controller = build_server(config_from_args("extensions-api", args),
+                                      authorization_mode=args.authorization_mode)
     run_forever(server.run())
