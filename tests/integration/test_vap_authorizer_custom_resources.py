@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.admission_webhook import AdmissionWebhook
+from support.conversion_webhook import make_pki
 from support.procs import ChainHandle, start_chain
 from support.waiting import eventually
 
@@ -100,15 +102,19 @@ def forbidden_body(name: str, user: str) -> dict[str, Any]:
             "code": 403}
 
 
-@pytest.fixture(scope="module")
-def rbac_ns(chain: ChainHandle) -> Iterator[str]:
-    ns = install(chain)
-    # alice may create and delete widgets here; bob may only create them.
+def grant(chain: ChainHandle, ns: str) -> None:
+    """alice may create and delete widgets in ``ns``; bob may only create them."""
     chain.kubectl("create", "role", "widget-admin", "-n", ns, "--verb=create,delete,get",
                   f"--resource=widgets.{GROUP}")
     chain.kubectl("create", "role", "widget-maker", "-n", ns, "--verb=create,get", f"--resource=widgets.{GROUP}")
     chain.kubectl("create", "rolebinding", "alice-widgets", "-n", ns, "--role=widget-admin", "--user=alice")
     chain.kubectl("create", "rolebinding", "bob-widgets", "-n", ns, "--role=widget-maker", "--user=bob")
+
+
+@pytest.fixture(scope="module")
+def rbac_ns(chain: ChainHandle) -> Iterator[str]:
+    ns = install(chain)
+    grant(chain, ns)
     yield ns
     uninstall(chain, ns)
 
@@ -160,6 +166,60 @@ def test_a_new_binding_changes_the_answer(chain: ChainHandle, rbac_ns: str) -> N
         status, body = create(chain, widget("by-carol", ns), "carol")
         return body if status == 201 else None
     eventually(carol_admitted, timeout=30, what="carol admitted once a RoleBinding lets her delete widgets")
+
+
+@pytest.fixture(scope="module")
+def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdmissionWebhook]:
+    pki = make_pki(tmp_path_factory.mktemp("vapauthz-webhook-pki"), ["localhost"], ca_name="vapauthz-webhook-ca")
+    proc = AdmissionWebhook.start(pki)
+    yield proc
+    proc.stop()
+
+
+def users_seen(webhook: AdmissionWebhook, ns: str) -> list[str]:
+    """Who the webhook was asked about in ``ns`` since the last call (the log is cleared)."""
+    return [r["review"]["request"]["userInfo"]["username"] for r in webhook.requests(clear=True)
+            if r["review"]["request"].get("namespace") == ns]
+
+
+def test_webhook_match_conditions_ask_rbac_on_custom_resources(chain: ChainHandle, rbac_ns: str,
+                                                               webhook: AdmissionWebhook) -> None:
+    """extensions-api's webhook plugin asks the same authorizer: a webhook whose matchCondition is
+    "the user may delete widgets" is called for alice (and denies her), never for bob."""
+    ns = f"vapauthz-hook-{uuid.uuid4().hex[:6]}"  # not labelled for the policy: only the webhook here
+    chain.kubectl("create", "namespace", ns)
+    chain.kubectl("label", "namespace", ns, f"vapauthz-hook={ns}")
+    grant(chain, ns)
+    name = f"{ns}-config"
+    hook = {"name": "deleters.vapauthz.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": webhook.url("/deny/message=deleters%20denied"),
+                             "caBundle": webhook.pki.ca_bundle},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [GROUP], "apiVersions": ["v1"],
+                       "resources": ["widgets"]}],
+            "namespaceSelector": {"matchLabels": {"vapauthz-hook": ns}},
+            "matchConditions": [{"name": "may-delete",
+                                 "expression": f"authorizer.group('{GROUP}').resource('widgets')"
+                                               ".namespace(object.metadata.namespace).check('delete').allowed()"}]}
+    chain.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name}, "webhooks": [hook]}))
+    try:
+        message = 'admission webhook "deleters.vapauthz.example.com" denied the request: deleters denied'
+
+        def alice_denied() -> Any:
+            status, body = create(chain, widget("by-alice", ns), "alice", dry_run=True)
+            return body if status == 400 and body.get("message") == message else None
+        eventually(alice_denied, timeout=30, what="alice's widget sent to the webhook and denied")
+        webhook.requests(clear=True)
+        status, body = create(chain, widget("by-alice", ns), "alice")
+        assert (status, body["message"]) == (400, message)
+        assert users_seen(webhook, ns) == ["alice"]
+        status, body = create(chain, widget("by-bob", ns), "bob")
+        assert status == 201, body
+        assert users_seen(webhook, ns) == []  # bob's create never reached the webhook
+    finally:
+        chain.kubectl("delete", "validatingwebhookconfiguration", name, "--ignore-not-found", check=False)
+        chain.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false", check=False)
 
 
 @pytest.fixture(scope="module")
