@@ -168,6 +168,50 @@ def test_a_new_binding_changes_the_answer(chain: ChainHandle, rbac_ns: str) -> N
     eventually(carol_admitted, timeout=30, what="carol admitted once a RoleBinding lets her delete widgets")
 
 
+def test_service_account_checks_ask_rbac_for_that_service_account(chain: ChainHandle, rbac_ns: str) -> None:
+    """``authorizer.serviceAccount(ns, name)`` asks about that service account (kube's
+    ``system:serviceaccount:<ns>:<name>`` in its groups), whoever makes the request."""
+    ns = f"vapauthz-sa-{uuid.uuid4().hex[:6]}"
+    chain.kubectl("create", "namespace", ns)
+    chain.kubectl("label", "namespace", ns, f"vapauthz-sa={ns}")
+    grant(chain, ns)
+    name = f"{ns}-robot"
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name},
+              "spec": {"matchConstraints": POLICY_OBJ["spec"]["matchConstraints"],
+                       "validations": [{"expression": "authorizer.serviceAccount(object.metadata.namespace, 'robot')"
+                                                      f".group('{GROUP}').resource('widgets')"
+                                                      ".namespace(object.metadata.namespace).check('delete')"
+                                                      ".allowed()",
+                                        "message": "robot may not delete widgets"}]}}
+    bound = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+             "metadata": {"name": f"{name}-binding"},
+             "spec": {"policyName": name, "validationActions": ["Deny"],
+                      "matchResources": {"namespaceSelector": {"matchLabels": {"vapauthz-sa": ns}}}}}
+    chain.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, bound]}))
+    try:
+        message = (f'widgets.{GROUP} "by-alice" is forbidden: ValidatingAdmissionPolicy \'{name}\' with binding '
+                   f"'{name}-binding' denied request: robot may not delete widgets")
+
+        def denied() -> Any:
+            status, body = create(chain, widget("by-alice", ns), "alice", dry_run=True)
+            return body if status == 422 and body.get("message") == message else None
+        eventually(denied, timeout=30, what="alice's widget denied: the robot may not delete widgets")
+        # alice may delete widgets herself: the check is about the robot, not the requester.
+        chain.kubectl("create", "rolebinding", "robot-widgets", "-n", ns, "--role=widget-admin",
+                      f"--serviceaccount={ns}:robot")
+
+        def admitted() -> Any:
+            status, body = create(chain, widget("by-alice", ns), "alice")
+            return body if status == 201 else None
+        eventually(admitted, timeout=30, what="alice's widget admitted once the robot may delete widgets")
+    finally:
+        chain.kubectl("delete", "validatingadmissionpolicybinding", f"{name}-binding", "--ignore-not-found",
+                      check=False)
+        chain.kubectl("delete", "validatingadmissionpolicy", name, "--ignore-not-found", check=False)
+        chain.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false", check=False)
+
+
 @pytest.fixture(scope="module")
 def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdmissionWebhook]:
     pki = make_pki(tmp_path_factory.mktemp("vapauthz-webhook-pki"), ["localhost"], ca_name="vapauthz-webhook-ca")
