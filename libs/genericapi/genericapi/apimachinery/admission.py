@@ -31,7 +31,11 @@ class Attributes:
     place. ``old_obj`` is the stored object for UPDATE and DELETE. ``kind`` and ``resource`` are
     what the request addressed (group, version, name); ``subresource`` is ``""`` for the object
     itself. ``options`` is the request's CreateOptions / UpdateOptions / DeleteOptions as a
-    ``meta.k8s.io/v1`` object (what AdmissionReview carries)."""
+    ``meta.k8s.io/v1`` object (what AdmissionReview carries).
+
+    The kind is in the resource's group and version unless ``kind_group`` / ``kind_version`` say
+    otherwise: a subresource served as another kind (``deployments/scale`` in ``apps/v1`` is an
+    ``autoscaling/v1`` Scale) names it there, as kube's record does; ``gvk`` reads it."""
 
     operation: str
     group: str
@@ -54,6 +58,15 @@ class Attributes:
     #: Annotations for events at a higher audit level only (kube's AddAnnotationWithLevel):
     #: key -> (level, value).
     leveled_annotations: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: The kind's group and version when they are not the resource's (None: the resource's).
+    kind_group: str | None = None
+    kind_version: str | None = None
+
+    def gvk(self) -> tuple[str, str, str]:
+        """(group, version, kind) of the objects in the record (kube's ``GetKind``)."""
+        group = self.group if self.kind_group is None else self.kind_group
+        version = self.version if self.kind_version is None else self.kind_version
+        return group, version, self.kind
 
     def add_annotation(self, key: str, value: str) -> None:
         """kube's AddAnnotation: the first value for a key wins."""

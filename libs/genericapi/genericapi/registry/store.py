@@ -31,6 +31,7 @@ from .fieldtracking import FieldTracker, Writer
 from .meta import generate_name, new_uid, now_rfc3339
 from .options import DeleteOptions, ListOptions, ListResult, Predicate
 from .strategy import Strategy
+from .subresourceview import SubresourceView
 from .translate import to_api_error
 
 log = logging.getLogger(__name__)
@@ -361,17 +362,21 @@ class Store:
     async def guaranteed_update(self, namespace: str, name: str,
                                 produce: Callable[[dict[str, Any]], dict[str, Any]], *,
                                 dry_run: bool = False, subresource: str = "",
-                                precondition: bool | None = None, writer: Writer | None = None) -> dict[str, Any]:
+                                precondition: bool | None = None, writer: Writer | None = None,
+                                view: SubresourceView | None = None) -> dict[str, Any]:
         """Read, transform, write; retried on conflict unless the caller pinned a version.
 
         ``produce`` gets a private copy of the stored object. When ``precondition`` is None the
         caller pinned a version iff ``produce`` changed ``metadata.resourceVersion`` (a patch
-        that carries one).
+        that carries one). With a ``view`` (``/scale``), ``produce`` gets and returns the view of
+        the stored object, admission sees views, and the admitted view is turned back into the
+        object (``subresource`` still names how the strategy prepares the object: "" for scale).
         """
         for _ in range(_CONFLICT_RETRIES):
             old, kv = await self._read(namespace, name)
             current_rv = old["metadata"]["resourceVersion"]
-            new = produce(copy.deepcopy(old))
+            old_view = view.to_view(old) if view is not None else None
+            new = produce(copy.deepcopy(old_view) if old_view is not None else copy.deepcopy(old))
             if not isinstance(new.get("metadata"), dict):
                 new["metadata"] = {}
             new_rv = str(new["metadata"].get("resourceVersion") or current_rv)
@@ -382,10 +387,15 @@ class Store:
             if self.admission:
                 # kube's mutating admission runs in the update's object transformers: on the
                 # patched or replaced object, against the stored one, before PrepareForUpdate.
-                attrs = self.admission_attributes(adm.UPDATE, namespace, name, new, old, subresource=subresource,
-                                                  dry_run=dry_run)
+                if view is not None:
+                    attrs = self.view_attributes(view, namespace, name, new, old_view, dry_run)
+                else:
+                    attrs = self.admission_attributes(adm.UPDATE, namespace, name, new, old,
+                                                      subresource=subresource, dry_run=dry_run)
                 await self.admission.admit(attrs)
                 new = attrs.obj if attrs.obj is not None else new
+            if view is not None:
+                new = view.to_parent(copy.deepcopy(old), new)
             produced = new
             new = self._prepare_update(namespace, name, new, old, subresource)
             self.fields.track(old, new, writer, produced)
@@ -394,7 +404,8 @@ class Store:
                 finish = await self.begin_update(new, old, dry_run)
             out = None
             try:
-                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run, subresource, attrs)
+                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run, subresource, attrs,
+                                               view)
             finally:
                 if finish is not None:
                     await finish(out is not None)  # a failed or retried update gives back its allocations
@@ -425,14 +436,19 @@ class Store:
 
     async def _write_update(self, namespace: str, name: str, new: dict[str, Any], old: dict[str, Any],
                             kv: KeyValue, pinned: bool, dry_run: bool, subresource: str = "",
-                            attrs: adm.Attributes | None = None) -> dict[str, Any] | None:
+                            attrs: adm.Attributes | None = None,
+                            view: SubresourceView | None = None) -> dict[str, Any] | None:
         """Validate (strategy, then validating admission) and write one prepared update; None when
         a lost race means retry."""
         errs = self.strategy.validate_update(new, old)
         if errs:
             raise apierrors.invalid_object(self.info.group, self.info.kind, name, errs)
         if attrs is not None:
-            attrs.obj = new
+            if view is not None:
+                # kube's toScaleUpdateValidation: the validating plugins see the two objects' views
+                attrs.obj, attrs.old_obj = view.to_view(new), view.to_view(old)
+            else:
+                attrs.obj = new
             await self.admission.validate(attrs)
         new_meta = new["metadata"]
         if self.should_delete_during_update(new):
@@ -473,6 +489,15 @@ class Store:
         """The admission record of a write to this resource (a store serving another kind for a
         subresource overrides this)."""
         return attributes(self.info, operation, namespace, name, obj, old, subresource=subresource, dry_run=dry_run)
+
+    def view_attributes(self, view: SubresourceView, namespace: str, name: str, obj: dict[str, Any],
+                        old: dict[str, Any] | None, dry_run: bool) -> adm.Attributes:
+        """The record of an update through ``view``: this resource and the view's subresource,
+        with the view's kind (kube: ``apps/v1 deployments`` ``scale``, ``autoscaling/v1 Scale``)."""
+        attrs = attributes(self.info, adm.UPDATE, namespace, name, obj, old, subresource=view.subresource,
+                           dry_run=dry_run)
+        attrs.kind_group, attrs.kind_version, attrs.kind = view.gvk
+        return attrs
 
     async def admit_delete(self, namespace: str, name: str, opts: DeleteOptions) -> None:
         """kube's DELETE handler runs the mutating plugins first, with neither object (``name``

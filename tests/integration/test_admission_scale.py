@@ -1,0 +1,228 @@
+"""``/scale`` writes as admission sees them on kube-apiserver 1.33 (``ScaleREST.Update``): the
+record names the parent resource with subresource ``scale`` and carries ``autoscaling/v1`` Scale
+objects; a mutating webhook's patch applies to the Scale and its replicas are what is stored; a
+``deployments``-only rule does not fire; ValidatingAdmissionPolicy sees the Scale as ``object``.
+A real webhook process (tests/support/admission_webhook.py) and real kubectl, through the chain.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from support.admission_webhook import AdmissionWebhook
+from support.conversion_webhook import make_pki
+from support.procs import ChainHandle
+from support.waiting import eventually
+from test_admission_webhooks import Env, reviews
+from test_crds import establish
+from test_validating_admission_policy import apply, binding, cleanup, deployment, vap
+
+pytestmark = pytest.mark.integration
+
+SCALE_RULE = [{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+               "resources": ["deployments/scale"]}]
+PARENT_RULE = [{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]
+
+
+@pytest.fixture(scope="module")
+def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdmissionWebhook]:
+    proc = AdmissionWebhook.start(make_pki(tmp_path_factory.mktemp("scale-pki"), ["localhost"],
+                                           ca_name="scale-webhook-test-ca"))
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def env(chain: ChainHandle, webhook: AdmissionWebhook) -> Iterator[Env]:
+    e = Env(chain, webhook)
+    yield e
+    e.cleanup()
+
+
+def _ops(ops: list[dict[str, Any]]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(ops).encode()).decode()
+
+
+def _replicas(chain: ChainHandle, ns: str, name: str) -> int:
+    out = chain.kubectl("get", "deployment", name, "-n", ns, "-o", "jsonpath={.spec.replicas}").stdout
+    return int(out)
+
+
+def _scale_until(env: Env, name: str, wanted: int, check: Any, what: str) -> Any:
+    """``kubectl scale`` (replicas alternating so each call is a change) until ``check`` holds:
+    configurations reach the services through watch caches."""
+    counter = [wanted]
+
+    def attempt() -> Any:
+        counter[0] = wanted if counter[0] != wanted else wanted + 1
+        proc = env.chain.kubectl("scale", "deployment", name, "-n", env.ns, f"--replicas={counter[0]}", check=False)
+        return check(proc)
+
+    return eventually(attempt, 20, what)
+
+
+def test_kubectl_scale_reaches_scale_webhooks_with_scale_objects(env: Env) -> None:
+    env.hook.requests(clear=True)
+    env.register("ValidatingWebhookConfiguration",
+                 env.webhook("scale.w13.example.com", "/deny/message=no%20scaling", rules=SCALE_RULE),
+                 env.webhook("parent.w13.example.com", "/allow", rules=PARENT_RULE))
+    env.chain.kubectl("create", "-f", "-", input=deployment("web", env.ns, 2))
+    uid = env.chain.kubectl("get", "deployment", "web", "-n", env.ns, "-o", "jsonpath={.metadata.uid}").stdout
+
+    err = _scale_until(env, "web", 3, lambda p: p.stderr if p.returncode else None, "the scale refused")
+    assert 'admission webhook "scale.w13.example.com" denied the request: no scaling' in err
+    assert _replicas(env.chain, env.ns, "web") == 2  # nothing stored
+    assert not reviews(env.hook, "allow"), "a deployments-only webhook was called for deployments/scale"
+    request = reviews(env.hook, "deny")[-1]["request"]
+    assert request["operation"] == "UPDATE"
+    assert request["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert request["requestResource"] == request["resource"]
+    assert request["subResource"] == "scale" and request["requestSubResource"] == "scale"
+    assert request["kind"]["kind"] == "Scale" and request["requestKind"]["kind"] == "Scale"
+    assert request["name"] == "web" and request["namespace"] == env.ns
+    obj, old = request["object"], request["oldObject"]
+    assert obj["kind"] == old["kind"] == "Scale" and obj["apiVersion"] == old["apiVersion"] == "autoscaling/v1"
+    assert obj["spec"]["replicas"] in (3, 4) and old["spec"]["replicas"] == 2
+    assert old["metadata"]["name"] == "web" and old["metadata"]["namespace"] == env.ns
+    assert old["metadata"]["uid"] == uid
+    assert old["status"] == {"replicas": 0, "selector": "app=web"}
+    assert request["options"]["kind"] == "UpdateOptions"
+    # the object itself still reaches the deployments webhook, not the scale one
+    env.chain.kubectl("label", "deployment", "web", "-n", env.ns, "tier=front")
+    parent = reviews(env.hook, "allow")[-1]["request"]
+    assert parent["kind"] == {"group": "apps", "version": "v1", "kind": "Deployment"} and "subResource" not in parent
+
+
+def test_mutating_webhook_caps_replicas_through_scale(env: Env) -> None:
+    env.hook.requests(clear=True)
+    cap = _ops([{"op": "replace", "path": "/spec/replicas", "value": 3}])
+    env.register("MutatingWebhookConfiguration",
+                 env.webhook("cap.w13.example.com", f"/patch/ops={cap}", rules=SCALE_RULE))
+    env.chain.kubectl("create", "-f", "-", input=deployment("capped", env.ns, 1))
+    _scale_until(env, "capped", 10, lambda p: p.returncode == 0 and _replicas(env.chain, env.ns, "capped") == 3,
+                 "replicas capped at 3 by the webhook")
+    request = reviews(env.hook, "patch")[-1]["request"]
+    assert request["object"]["kind"] == "Scale" and request["subResource"] == "scale"
+    # PUT of a Scale and a JSON patch of /scale are admitted the same way
+    status, scale = env.chain.json("GET", f"/apis/apps/v1/namespaces/{env.ns}/deployments/capped/scale")
+    assert status == 200, scale
+    scale["spec"]["replicas"] = 9
+    status, body = env.chain.json("PUT", f"/apis/apps/v1/namespaces/{env.ns}/deployments/capped/scale", scale)
+    assert status == 200 and body["spec"]["replicas"] == 3, body
+    status, body = env.chain.json("PATCH", f"/apis/apps/v1/namespaces/{env.ns}/deployments/capped/scale",
+                                  [{"op": "replace", "path": "/spec/replicas", "value": 8}],
+                                  headers={"Content-Type": "application/json-patch+json"})
+    assert status == 200 and body["spec"]["replicas"] == 3, body
+    assert _replicas(env.chain, env.ns, "capped") == 3
+
+
+def test_webhook_patch_making_the_scale_invalid_is_refused(env: Env) -> None:
+    bad = _ops([{"op": "replace", "path": "/spec/replicas", "value": -1}])
+    env.register("MutatingWebhookConfiguration",
+                 env.webhook("negative.w13.example.com", f"/patch/ops={bad}", rules=SCALE_RULE))
+    env.chain.kubectl("create", "-f", "-", input=deployment("neg", env.ns, 1))
+    err = _scale_until(env, "neg", 2, lambda p: p.stderr if p.returncode else None, "the invalid Scale refused")
+    assert 'The Scale "neg" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0' in err
+    assert _replicas(env.chain, env.ns, "neg") == 1
+    status, body = env.chain.json("PATCH", f"/apis/apps/v1/namespaces/{env.ns}/deployments/neg/scale",
+                                  {"spec": {"replicas": 5}},
+                                  headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 422, body
+    assert body["message"] == ('Scale.autoscaling "neg" is invalid: spec.replicas: Invalid value: -1: '
+                               "must be greater than or equal to 0")
+    assert body["reason"] == "Invalid" and body["details"] == {
+        "name": "neg", "group": "autoscaling", "kind": "Scale",
+        "causes": [{"reason": "FieldValueInvalid", "message": "Invalid value: -1: must be greater than or equal to 0",
+                    "field": "spec.replicas"}]}
+
+
+def test_validating_admission_policy_on_deployments_scale(env: Env) -> None:
+    name = f"scale-max-{uuid.uuid4().hex[:6]}"
+    policy = vap(name, {
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                                                "operations": ["UPDATE"], "resources": ["deployments/scale"]}]},
+        "validations": [{"expression": "object.kind != 'Scale' || object.spec.replicas <= 4",
+                         "messageExpression": "'at most 4 replicas, got ' + string(object.spec.replicas)"},
+                        {"expression": "request.subResource == 'scale' && oldObject.kind == 'Scale'"}]})
+    bound = binding(f"{name}-binding", name, ["Deny"])
+    bound["spec"]["matchResources"] = {"namespaceSelector": {"matchLabels": {"w13-test": env.ns}}}
+    apply(env.chain, policy, bound)
+    try:
+        env.chain.kubectl("create", "-f", "-", input=deployment("vapped", env.ns, 1))
+        cause = (f"ValidatingAdmissionPolicy '{name}' with binding '{name}-binding' denied request: "
+                 "at most 4 replicas, got 6")
+        err = _scale_until(env, "vapped", 5, lambda p: p.stderr if p.returncode and "got 6" in p.stderr else None,
+                           "the policy denying the scale")
+        assert f'The deployments "vapped" is invalid: : {cause}' in err  # kubectl's text of kube's 422
+        status, body = env.chain.json("PATCH", f"/apis/apps/v1/namespaces/{env.ns}/deployments/vapped/scale",
+                                      {"spec": {"replicas": 6}},
+                                      headers={"Content-Type": "application/merge-patch+json"})
+        assert status == 422 and body["message"] == f'deployments.apps "vapped" is forbidden: {cause}', body
+        assert _replicas(env.chain, env.ns, "vapped") == 1
+        env.chain.kubectl("scale", "deployment", "vapped", "-n", env.ns, "--replicas=4")
+        assert _replicas(env.chain, env.ns, "vapped") == 4
+        # a write of the Deployment itself is not a deployments/scale request
+        env.chain.kubectl("patch", "deployment", "vapped", "-n", env.ns, "--type=merge",
+                          "-p", '{"spec":{"replicas":9}}')
+        assert _replicas(env.chain, env.ns, "vapped") == 9
+    finally:
+        cleanup(env.chain, name)
+
+
+def _scalable_crd(group: str) -> str:
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}}
+    return json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"crowds.{group}"},
+        "spec": {"group": group, "scope": "Namespaced", "names": {"kind": "Crowd", "plural": "crowds"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": {
+                     "status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                             "statusReplicasPath": ".status.replicas"}}}]}})
+
+
+def test_custom_resource_scale_is_admitted_as_a_scale(env: Env, chain: ChainHandle) -> None:
+    group = "w13-crowds.example.com"
+    establish(chain, _scalable_crd(group), f"crowds.{group}")
+    env.hook.requests(clear=True)
+    cap = _ops([{"op": "replace", "path": "/spec/replicas", "value": 2}])
+    env.register("MutatingWebhookConfiguration", env.webhook("crowd.w13.example.com", f"/patch/ops={cap}", rules=[
+        {"operations": ["UPDATE"], "apiGroups": [group], "apiVersions": ["v1"], "resources": ["crowds/scale"]}]))
+    base = f"/apis/{group}/v1/namespaces/{env.ns}/crowds"
+    status, body = chain.json("POST", base, {"apiVersion": f"{group}/v1", "kind": "Crowd",
+                                              "metadata": {"name": "c1"}, "spec": {"replicas": 1}})
+    assert status == 201, body
+
+    def capped() -> Any:
+        chain.kubectl("scale", f"crowds.{group}", "c1", "-n", env.ns, "--replicas=7")
+        _, obj = chain.json("GET", f"{base}/c1")
+        return obj["spec"]["replicas"] == 2 or None
+
+    eventually(capped, 20, "the custom resource's replicas capped by the scale webhook")
+    request = reviews(env.hook, "patch")[-1]["request"]
+    assert request["resource"] == {"group": group, "version": "v1", "resource": "crowds"}
+    assert request["subResource"] == "scale" and request["kind"]["kind"] == "Scale"
+    assert request["object"]["apiVersion"] == "autoscaling/v1" and request["oldObject"]["kind"] == "Scale"
+    chain.kubectl("delete", "crd", f"crowds.{group}", "--wait=false")
+
+
+@pytest.mark.xfail(strict=True, reason="the review's kind and the CEL request.kind take the resource's group and "
+                                       "version: admission/review.py and apimachinery/cel/admission.py must read "
+                                       "Attributes.gvk() (autoscaling/v1)")
+def test_scale_kind_is_autoscaling_v1(env: Env) -> None:
+    env.hook.requests(clear=True)
+    env.register("ValidatingWebhookConfiguration", env.webhook(
+        "kind.w13.example.com", "/allow", rules=SCALE_RULE,
+        matchConditions=[{"name": "scale-kind", "expression": "request.kind.group == 'autoscaling'"}]))
+    env.chain.kubectl("create", "-f", "-", input=deployment("kinded", env.ns, 1))
+    _scale_until(env, "kinded", 2, lambda p: (p.returncode == 0 and bool(reviews(env.hook, "allow"))) or None,
+                 "the scale webhook called (its matchCondition reads request.kind)")
+    request = reviews(env.hook, "allow")[-1]["request"]
+    scale_kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert request["kind"] == scale_kind and request["requestKind"] == scale_kind
