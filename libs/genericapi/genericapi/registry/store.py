@@ -363,7 +363,8 @@ class Store:
                                 produce: Callable[[dict[str, Any]], dict[str, Any]], *,
                                 dry_run: bool = False, subresource: str = "",
                                 precondition: bool | None = None, writer: Writer | None = None,
-                                view: SubresourceView | None = None) -> dict[str, Any]:
+                                view: SubresourceView | None = None,
+                                view_from_parent: bool = False) -> dict[str, Any]:
         """Read, transform, write; retried on conflict unless the caller pinned a version.
 
         ``produce`` gets a private copy of the stored object. When ``precondition`` is None the
@@ -371,12 +372,20 @@ class Store:
         that carries one). With a ``view`` (``/scale``), ``produce`` gets and returns the view of
         the stored object, admission sees views, and the admitted view is turned back into the
         object (``subresource`` still names how the strategy prepares the object: "" for scale).
+        ``view_from_parent``: ``produce`` changes the stored object itself (an apply to ``/scale``
+        merges managed fields of the parent) and admission sees the view of what it made.
         """
         for _ in range(_CONFLICT_RETRIES):
             old, kv = await self._read(namespace, name)
             current_rv = old["metadata"]["resourceVersion"]
             old_view = view.to_view(old) if view is not None else None
-            new = produce(copy.deepcopy(old_view) if old_view is not None else copy.deepcopy(old))
+            base = old  # the object the admitted view is written back into
+            if old_view is not None and not view_from_parent:
+                new = produce(copy.deepcopy(old_view))
+            else:
+                new = produce(copy.deepcopy(old))
+                if view is not None:
+                    base, new = new, view.to_view(new)
             if not isinstance(new.get("metadata"), dict):
                 new["metadata"] = {}
             new_rv = str(new["metadata"].get("resourceVersion") or current_rv)
@@ -395,7 +404,7 @@ class Store:
                 await self.admission.admit(attrs)
                 new = attrs.obj if attrs.obj is not None else new
             if view is not None:
-                new = view.to_parent(copy.deepcopy(old), new)
+                new = view.to_parent(copy.deepcopy(base), new)
             produced = new
             new = self._prepare_update(namespace, name, new, old, subresource)
             self.fields.track(old, new, writer, produced)
