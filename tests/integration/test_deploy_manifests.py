@@ -125,6 +125,9 @@ def test_overlay_topology(overlay: str) -> None:
     core_flags = args_of(deployments["kubechain-core-api"]["spec"]["template"]["spec"]["containers"][0])
     gateway_flags = args_of(deployments["kubechain-gateway"]["spec"]["template"]["spec"]["containers"][0])
     assert core_flags["--authorization-mode"] == gateway_flags["--authorization-mode"] == ["RBAC"]
+    # extensions-api answers CEL's authorizer for policies on custom resources with the same mode.
+    extensions_flags = args_of(deployments["kubechain-extensions-api"]["spec"]["template"]["spec"]["containers"][0])
+    assert extensions_flags["--authorization-mode"] == core_flags["--authorization-mode"]
     assert core_flags["--service-account-signing-key-file"] == [f"{pki}/sa.key"]
     assert gateway_flags["--service-account-key-file"] == [f"{pki}/sa.pub"]
     assert gateway_flags["--enable-bootstrap-token-auth"] == ["true"]

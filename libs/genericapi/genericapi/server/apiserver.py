@@ -149,11 +149,17 @@ def etcd_tls_from_args(args: argparse.Namespace) -> EtcdTLS:
     return EtcdTLS(args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile)
 
 
-def add_identity_flags(parser: argparse.ArgumentParser) -> None:
-    """The authorization and service-account-token flags the gateway and core-api share (kube's names)."""
+def add_authorization_mode_flag(parser: argparse.ArgumentParser) -> None:
+    """``--authorization-mode`` (kube's name): every link takes it, extensions-api without the rest of
+    the identity flags."""
     parser.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
                         help="who may do what: everyone everything (kube-apiserver's own default), or RBAC "
                              "(system:masters may do anything)")
+
+
+def add_identity_flags(parser: argparse.ArgumentParser) -> None:
+    """The authorization and service-account-token flags the gateway and core-api share (kube's names)."""
+    add_authorization_mode_flag(parser)
     parser.add_argument("--service-account-issuer", default=satoken.DEFAULT_ISSUER,
                         help="the iss claim service account tokens carry")
     parser.add_argument("--api-audiences", default="",

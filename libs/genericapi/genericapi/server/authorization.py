@@ -10,23 +10,12 @@ AlwaysAllow.
 
 from __future__ import annotations
 
-import argparse
-
 from genericapi.apimachinery.authorization import AlwaysAllow, Authorizer
 from genericapi.registry.rbacview import RBACView
 
-from .apiserver import GenericAPIServer
+from .apiserver import GenericAPIServer, add_authorization_mode_flag
 
-#: The modes ``--authorization-mode`` accepts here (kube's names).
-MODES = ("AlwaysAllow", "RBAC")
-
-
-def add_authorization_mode_flag(parser: argparse.ArgumentParser) -> None:
-    """``--authorization-mode`` for a link that does not take the gateway's identity flags
-    (the same default and choices as ``apiserver.add_identity_flags``)."""
-    parser.add_argument("--authorization-mode", default="AlwaysAllow", choices=MODES,
-                        help="who may do what: everyone everything (kube-apiserver's own default), or RBAC "
-                             "(system:masters may do anything)")
+__all__ = ["add_authorization_mode_flag", "authorizer_for"]
 
 
 def authorizer_for(server: GenericAPIServer, mode: str) -> Authorizer:
