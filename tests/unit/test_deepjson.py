@@ -151,3 +151,35 @@ def test_the_fallback_encoder_writes_orjsons_bytes(option: int) -> None:
     doc = {"kind": "X", "b": [1, -2, 0.5, 1e20, "\u00e9\u4e2d\"\\\n", None, True, False, [], {}],
            "a": {"z": {"y": [{"x": 1}]}}, "empty": ""}
     assert deepjson._walk_dumps(doc, option) == orjson.dumps(doc, option=option)
+
+
+@pytest.mark.parametrize("option", [0, orjson.OPT_SORT_KEYS, orjson.OPT_APPEND_NEWLINE,
+                                    orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE])
+def test_the_compact_fallback_writes_orjsons_bytes_at_any_depth(option: int) -> None:
+    """``_fragment_dumps`` (compact output past 254 levels) cuts the value into orjson-sized chunks:
+    its bytes are orjson's whatever the cut points, and the indenting walker's where both apply."""
+    shallow = {"kind": "X", "b": [1, -2, 0.5, 1e20, "\u00e9\u4e2d\"\\\n<&>", None, True, False, [], {}],
+               "a": {"z": {"y": [{"x": 1}]}}, "empty": ""}
+    assert deepjson._fragment_dumps(shallow, option) == orjson.dumps(shallow, option=option)
+    shared = {"s": [1, {"t": 2}]}
+    doc: Any = shallow
+    for level in range(1_234):  # cuts every 200 levels, and siblings of every height below them
+        doc = ({"z": doc, "k": [1.5, None, shared], "w": nested_list(level % 230), "a": {}} if level % 3
+               else [doc, shared])
+    out = deepjson.dumps(doc, option)
+    assert out == deepjson._walk_dumps(doc, option)
+    assert deepjson.loads(out) == doc
+    inner = doc
+    for _ in range(1_000):
+        inner = inner["z"] if isinstance(inner, dict) else inner[0]
+    assert deepjson._fragment_dumps(inner, option) == orjson.dumps(inner, option=option)
+
+
+def test_the_compact_fallback_refuses_what_orjson_refuses() -> None:
+    for bad in ("x\ud800", 2**64, {1: 2}):
+        doc: Any = {"v": bad}
+        for _ in range(700):
+            doc = {"a": doc, "b": [doc] if isinstance(bad, str) else []}
+        with pytest.raises(orjson.JSONEncodeError):
+            deepjson.dumps(doc)
+

@@ -5,7 +5,7 @@ past 254. kube's decoder accepts 10,000 levels, so a custom resource that preser
 fields may hold (and be returned, watched, patched with) objects that deep. ``loads`` and
 ``dumps`` try orjson first and, only when nesting is what stopped it, fall back: ``loads`` to the
 standard library's parser with orjson's semantics (no NaN or infinities, integers past 64 bits
-read as floats, invalid UTF-8 refused), ``dumps`` to an iterative walk that leaves every subtree
+read as floats, invalid UTF-8 refused), ``dumps`` to iterative walks that leave every subtree
 orjson can take to orjson (so the bytes are orjson's, and the cost linear in depth).
 
 Walking such values recursively (the codec, pruning, patches, managedFields) needs a recursion
@@ -142,7 +142,8 @@ def _too_deep(err: Exception) -> bool:
 
 
 def dumps(obj: Any, option: int = 0) -> bytes:
-    """orjson.dumps, or (only when orjson stopped at its 254 levels) ``_walk_dumps``: the same
+    """orjson.dumps, or (only when orjson stopped at its 254 levels) ``_fragment_dumps`` (compact)
+    or ``_walk_dumps`` (indented, whose output is quadratic in depth anyway): the same
     bytes for the options kubechain uses (compact or ``OPT_INDENT_2``, ``OPT_SORT_KEYS``,
     ``OPT_APPEND_NEWLINE``). Values orjson refuses for other reasons are refused the same way."""
     try:
@@ -150,7 +151,9 @@ def dumps(obj: Any, option: int = 0) -> bytes:
     except orjson.JSONEncodeError as err:
         if not _too_deep(err):
             raise
-    return _walk_dumps(obj, option)
+    if option & orjson.OPT_INDENT_2:
+        return _walk_dumps(obj, option)
+    return _fragment_dumps(obj, option)
 
 
 #: Subtrees at most this tall are handed to orjson whole (it serializes 254 levels).
@@ -176,6 +179,47 @@ def _heights(root: Any) -> dict[int, int]:
         if height > _ORJSON_HEIGHT:
             tall[id(node)] = height
     return tall
+
+
+def _fragment_dumps(obj: Any, option: int) -> bytes:
+    """orjson's compact bytes for a value of any depth: every subtree that reaches ``_ORJSON_HEIGHT``
+    levels (counting from the last such cut below it) is written by orjson and stands in its parent
+    as an ``orjson.Fragment`` (bytes orjson copies verbatim and does not count as depth). Two passes
+    over the non-empty containers (a pre-order list, then bottom-up heights), each container copied at
+    most once (those above a cut), so the Python work is linear in the document's size; the bytes
+    are orjson's (its own errors too: a refused key or value raises from the chunk that holds it)."""
+    order: list[Any] = []
+    stack: list[Any] = [obj]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend([child for child in (node.values() if isinstance(node, dict) else node)
+                      if child and isinstance(child, (dict, list))])
+    sub_option = option & ~orjson.OPT_APPEND_NEWLINE  # every option but the final newline holds inside
+    heights: dict[int, int] = {}
+    swapped: dict[int, Any] = {}  # by id: the node's stand-in (a Fragment, or a copy holding Fragments)
+    for node in reversed(order):  # children before their parents
+        key = id(node)
+        height = 1
+        changed = False
+        for child in node.values() if isinstance(node, dict) else node:
+            if child and isinstance(child, (dict, list)):
+                child_key = id(child)
+                below = heights[child_key]
+                if below >= height:
+                    height = below + 1
+                if child_key in swapped:
+                    changed = True
+        if changed:
+            node = ({k: swapped.get(id(v), v) for k, v in node.items()} if isinstance(node, dict)
+                    else [swapped.get(id(v), v) for v in node])
+        if height >= _ORJSON_HEIGHT:
+            swapped[key] = orjson.Fragment(orjson.dumps(node, option=sub_option))
+            height = 0
+        elif changed:
+            swapped[key] = node
+        heights[key] = height
+    return orjson.dumps(swapped.get(id(obj), obj), option=option)
 
 
 def _walk_dumps(obj: Any, option: int) -> bytes:

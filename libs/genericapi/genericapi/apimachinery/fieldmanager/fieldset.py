@@ -2,7 +2,10 @@
 
 A set is a trie: ``members`` are the paths ending at this node, ``children`` the sets below
 each element. Empty children are never kept, so the JSON form is unambiguous: ``{}`` is a
-member, ``{".": {}, ...}`` a member that also has members below it, as kube writes them.
+member, ``{".": {}, ...}`` a member that also has members below it, as kube writes them. That
+invariant also makes emptiness an O(1) test (``members or children``): the operations below and
+the walkers in ``typed`` build only from non-empty parts, so a deep set (a 10,000-level custom
+resource) costs time linear in its size, not quadratic as a walk per level would.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ class FieldSet:
 
     # -- queries --------------------------------------------------------------------------
     def empty(self) -> bool:
+        """No member anywhere (a walk; the operations below test ``members or children`` of the
+        sets they build instead, which the invariant makes equivalent and O(1))."""
         return not self.members and all(c.empty() for c in self.children.values())
 
     def has(self, path: Path) -> bool:
@@ -93,9 +98,12 @@ class FieldSet:
         out.members = self.members | other.members
         for pe in self.children.keys() | other.children.keys():
             a, b = self.children.get(pe), other.children.get(pe)
-            merged = a.union(b) if a is not None and b is not None else (a or b).copy()  # type: ignore[union-attr]
-            if not merged.empty():
-                out.children[pe] = merged
+            if a is not None and b is not None:
+                merged = a.union(b)
+                if merged.members or merged.children:  # its children are non-empty: O(1), not a walk
+                    out.children[pe] = merged
+            else:
+                out.children[pe] = (a or b).copy()  # type: ignore[union-attr]  # a kept child is non-empty
         return out
 
     def intersection(self, other: FieldSet) -> FieldSet:
@@ -105,7 +113,7 @@ class FieldSet:
             b = other.children.get(pe)
             if b is not None:
                 both = a.intersection(b)
-                if not both.empty():
+                if both.members or both.children:
                     out.children[pe] = both
         return out
 
@@ -116,7 +124,7 @@ class FieldSet:
         for pe, a in self.children.items():
             b = other.children.get(pe)
             rest = a.difference(b) if b is not None else a.copy()
-            if not rest.empty():
+            if rest.members or rest.children:
                 out.children[pe] = rest
         return out
 
@@ -129,7 +137,7 @@ class FieldSet:
                 continue
             b = other.children.get(pe)
             rest = a.recursive_difference(b) if b is not None else a.copy()
-            if not rest.empty():
+            if rest.members or rest.children:
                 out.children[pe] = rest
         return out
 
@@ -167,7 +175,7 @@ class FieldSet:
                 out.members.add(pe)
             if body and (len(body) > 1 or "." not in body):
                 sub = cls.from_json(body, normalize=normalize)
-                if not sub.empty():
+                if sub.members or sub.children:
                     out.children[pe] = sub
         return out
 

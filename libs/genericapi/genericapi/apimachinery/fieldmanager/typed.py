@@ -9,6 +9,7 @@ kube-apiserver computes. Values are plain JSON values; ``MISSING`` marks an abse
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,21 @@ class TypedError(ValueError):
         if len(lines) == 1:
             return lines[0]
         return "errors:\n  " + "\n  ".join(lines)
+
+
+#: A path being walked, linked from its last element back to the root: ``(parent, element)`` or
+#: None for the root. Extending it is O(1) (a tuple per level would copy the whole path at every
+#: level, quadratic in depth); it becomes a :data:`Path` only where one is recorded.
+Trail = tuple[Any, str] | None
+
+
+def _path(trail: Trail) -> Path:
+    out: list[str] = []
+    while trail is not None:
+        trail, pe = trail
+        out.append(pe)
+    out.reverse()
+    return tuple(out)
 
 
 def _shape(node: TypeNode, v: Any) -> str:
@@ -128,7 +144,7 @@ def _fs(v: Any, node: TypeNode) -> tuple[bool, FieldSet | None]:
                 continue
             _, sub = _fs(item, elem)
             out.members.add(pe)
-            if sub is not None and not sub.empty():
+            if sub is not None and (sub.members or sub.children):
                 out.children[pe] = sub
         return False, out
     for k, val in v.items():
@@ -140,7 +156,7 @@ def _fs(v: Any, node: TypeNode) -> tuple[bool, FieldSet | None]:
         member, sub = _fs(val, child)
         if member or val is None or (isinstance(val, dict) and not val) or not named:
             out.members.add(pe)
-        if sub is not None and not sub.empty():
+        if sub is not None and (sub.members or sub.children):
             out.children[pe] = sub
     return False, out
 
@@ -159,7 +175,7 @@ class Comparison:
 def compare(lhs: Any, rhs: Any, node: TypeNode) -> Comparison:
     """What changed from ``lhs`` to ``rhs`` (``TypedValue.Compare``)."""
     cmp = Comparison()
-    _cmp(lhs, rhs, node, (), cmp)
+    _cmp(lhs, rhs, node, None, cmp)
     return cmp
 
 
@@ -167,13 +183,13 @@ def _empty(v: Any) -> bool:
     return v is MISSING or v is None or (isinstance(v, (dict, list)) and not v)
 
 
-def _leaf(lhs: Any, rhs: Any, path: Path, cmp: Comparison) -> None:
+def _leaf(lhs: Any, rhs: Any, trail: Trail, cmp: Comparison) -> None:
     if lhs is MISSING:
-        cmp.added.insert(path)
+        cmp.added.insert(_path(trail))
     elif rhs is MISSING:
-        cmp.removed.insert(path)
+        cmp.removed.insert(_path(trail))
     elif lhs != rhs or type(lhs) is not type(rhs):
-        cmp.modified.insert(path)
+        cmp.modified.insert(_path(trail))
 
 
 def _graft(target: FieldSet, path: Path, sub: FieldSet | None) -> None:
@@ -227,21 +243,21 @@ def _everything(v: Any, node: TypeNode) -> FieldSet | None:
     return out
 
 
-def _cmp(lhs: Any, rhs: Any, node: TypeNode, path: Path, cmp: Comparison) -> None:
+def _cmp(lhs: Any, rhs: Any, node: TypeNode, trail: Trail, cmp: Comparison) -> None:
     if lhs is MISSING and rhs is not MISSING:
-        _graft(cmp.added, path, _everything(rhs, node))
+        _graft(cmp.added, _path(trail), _everything(rhs, node))
         return
     if rhs is MISSING and lhs is not MISSING:
-        _graft(cmp.removed, path, _everything(lhs, node))
+        _graft(cmp.removed, _path(trail), _everything(lhs, node))
         return
     ls = _shape(node, lhs) if lhs is not MISSING else None
     rs = _shape(node, rhs) if rhs is not MISSING else None
     shape = rs or ls
     if (ls and rs and ls != rs) or shape == "leaf" or (_empty(lhs) and _empty(rhs)):
-        _leaf(lhs, rhs, path, cmp)
+        _leaf(lhs, rhs, trail, cmp)
         return
     if shape == "list":
-        _cmp_list(lhs if isinstance(lhs, list) else [], rhs if isinstance(rhs, list) else [], node, path, cmp)
+        _cmp_list(lhs if isinstance(lhs, list) else [], rhs if isinstance(rhs, list) else [], node, trail, cmp)
     else:
         ld = lhs if isinstance(lhs, dict) else {}
         rd = rhs if isinstance(rhs, dict) else {}
@@ -249,21 +265,20 @@ def _cmp(lhs: Any, rhs: Any, node: TypeNode, path: Path, cmp: Comparison) -> Non
             lv, rv = ld.get(k, MISSING), rd.get(k, MISSING)
             if not isinstance(lv, (dict, list)) and not isinstance(rv, (dict, list)):
                 # scalars or nulls (or absent) on both sides: a leaf whatever the schema says
-                _leaf(lv, rv, (*path, pe_.field(k)), cmp)
+                _leaf(lv, rv, (trail, pe_.field(k)), cmp)
                 continue
             child, _ = node.child(k)
-            _cmp(lv, rv, child, (*path, pe_.field(k)), cmp)
+            _cmp(lv, rv, child, (trail, pe_.field(k)), cmp)
     if lhs is MISSING:
-        cmp.added.insert(path)
+        cmp.added.insert(_path(trail))
     elif rhs is MISSING:
-        cmp.removed.insert(path)
+        cmp.removed.insert(_path(trail))
 
 
-def _cmp_list(lhs: list[Any], rhs: list[Any], node: TypeNode, path: Path, cmp: Comparison) -> None:
-    lpes, rpes = _elements(node, lhs), _elements(node, rhs)
-    if lpes is None or rpes is None:
-        _leaf(lhs, rhs, path, cmp)
-        return
+def _items_by_element(lpes: list[str], lhs: list[Any], rpes: list[str],
+                      rhs: list[Any]) -> Iterator[tuple[str, list[Any], list[Any]]]:
+    """(element, its items on the left, on the right) in SMD's order: the left's elements, then
+    the right's new ones. Both sides of a list comparison (``_cmp_list`` and ``_chg``) walk this."""
     lvals: dict[str, list[Any]] = {}
     rvals: dict[str, list[Any]] = {}
     order: list[str] = []
@@ -275,23 +290,31 @@ def _cmp_list(lhs: list[Any], rhs: list[Any], node: TypeNode, path: Path, cmp: C
         if pe not in rvals and pe not in lvals:
             order.append(pe)
         rvals.setdefault(pe, []).append(item)
-    elem = node.elem()
     for pe in order:
-        ll, rl = lvals.get(pe, []), rvals.get(pe, [])
-        item_path = (*path, pe)
+        yield pe, lvals.get(pe, []), rvals.get(pe, [])
+
+
+def _cmp_list(lhs: list[Any], rhs: list[Any], node: TypeNode, trail: Trail, cmp: Comparison) -> None:
+    lpes, rpes = _elements(node, lhs), _elements(node, rhs)
+    if lpes is None or rpes is None:
+        _leaf(lhs, rhs, trail, cmp)
+        return
+    elem = node.elem()
+    for pe, ll, rl in _items_by_element(lpes, lhs, rpes, rhs):
+        item_trail = (trail, pe)
         if len(ll) <= 1 and len(rl) <= 1:
-            _cmp(ll[0] if ll else MISSING, rl[0] if rl else MISSING, elem, item_path, cmp)
+            _cmp(ll[0] if ll else MISSING, rl[0] if rl else MISSING, elem, item_trail, cmp)
         elif len(ll) >= 2 and len(rl) >= 2:
             if ll != rl:
-                cmp.modified.insert(item_path)
+                cmp.modified.insert(_path(item_trail))
         elif len(ll) >= 2:
             if rl:
-                _cmp(MISSING, rl[0], elem, item_path, cmp)
-            cmp.removed.insert(item_path)
+                _cmp(MISSING, rl[0], elem, item_trail, cmp)
+            cmp.removed.insert(_path(item_trail))
         else:
             if ll:
-                _cmp(ll[0], MISSING, elem, item_path, cmp)
-            cmp.added.insert(item_path)
+                _cmp(ll[0], MISSING, elem, item_trail, cmp)
+            cmp.added.insert(_path(item_trail))
 
 
 def changed(lhs: Any, rhs: Any, node: TypeNode) -> FieldSet:
@@ -329,20 +352,8 @@ def _chg(lhs: Any, rhs: Any, node: TypeNode) -> tuple[bool, FieldSet | None]:
         lpes, rpes = _elements(node, llist), _elements(node, rlist)
         if lpes is None or rpes is None:
             return _leaf_changed(llist, rlist), None
-        lvals: dict[str, list[Any]] = {}
-        rvals: dict[str, list[Any]] = {}
-        order: list[str] = []
-        for pe, item in zip(lpes, llist, strict=True):
-            if pe not in lvals:
-                order.append(pe)
-            lvals.setdefault(pe, []).append(item)
-        for pe, item in zip(rpes, rlist, strict=True):
-            if pe not in rvals and pe not in lvals:
-                order.append(pe)
-            rvals.setdefault(pe, []).append(item)
         elem = node.elem()
-        for pe in order:
-            ll, rl = lvals.get(pe, []), rvals.get(pe, [])
+        for pe, ll, rl in _items_by_element(lpes, llist, rpes, rlist):
             if len(ll) <= 1 and len(rl) <= 1:
                 member, sub = _chg(ll[0] if ll else MISSING, rl[0] if rl else MISSING, elem)
             elif len(ll) >= 2 and len(rl) >= 2:
@@ -378,7 +389,7 @@ def _chg(lhs: Any, rhs: Any, node: TypeNode) -> tuple[bool, FieldSet | None]:
 def merge(lhs: Any, rhs: Any, node: TypeNode) -> Any:
     """``rhs`` (an applied configuration) merged over ``lhs`` (``TypedValue.Merge``)."""
     errors: list[tuple[Path, str]] = []
-    out = _merge(lhs, rhs, node, (), errors)
+    out = _merge(lhs, rhs, node, None, errors)
     if errors:
         raise TypedError(errors)
     return out
@@ -397,12 +408,12 @@ def validate_applied(obj: Any, node: TypeNode) -> None:
     As SMD: a map stops at its first undeclared field, a list at its first item without a path
     element; maps and lists are walked whether atomic or not."""
     errors: list[tuple[Path, str]] = []
-    _validate(obj, node, (), errors)
+    _validate(obj, node, None, errors)
     if errors:
         raise TypedError(errors)
 
 
-def _validate(v: Any, node: TypeNode, path: Path, errors: list[tuple[Path, str]]) -> None:
+def _validate(v: Any, node: TypeNode, trail: Trail, errors: list[tuple[Path, str]]) -> None:
     kind = node.kind
     if kind == DEDUCED or v is None:
         return
@@ -411,9 +422,9 @@ def _validate(v: Any, node: TypeNode, path: Path, errors: list[tuple[Path, str]]
         for k, val in v.items():
             child, named = node.child(k)
             if closed and not named:
-                errors.append(((*path, pe_.field(k)), "field not declared in schema"))
+                errors.append((_path((trail, pe_.field(k))), "field not declared in schema"))
                 return
-            _validate(val, child, (*path, pe_.field(k)), errors)
+            _validate(val, child, (trail, pe_.field(k)), errors)
     elif kind == LIST and isinstance(v, list):
         elem = node.elem()
         associative = node.list_type != "atomic"
@@ -423,28 +434,28 @@ def _validate(v: Any, node: TypeNode, path: Path, errors: list[tuple[Path, str]]
                 try:
                     pe = item_element(node, item)
                 except ValueError as err:
-                    errors.append((path, f"element {i}: {err}"))
+                    errors.append((_path(trail), f"element {i}: {err}"))
                     return
                 if pe in seen:
-                    errors.append((path, f"duplicate entries for key {pe_.display(pe)}"))
+                    errors.append((_path(trail), f"duplicate entries for key {pe_.display(pe)}"))
                 seen.add(pe)
             else:
                 pe = pe_.index(i)
-            _validate(item, elem, (*path, pe), errors)
+            _validate(item, elem, (trail, pe), errors)
 
 
-def _merge(lhs: Any, rhs: Any, node: TypeNode, path: Path, errors: list[tuple[Path, str]]) -> Any:
+def _merge(lhs: Any, rhs: Any, node: TypeNode, trail: Trail, errors: list[tuple[Path, str]]) -> Any:
     if rhs is MISSING:
         return lhs
     ls = _shape(node, lhs) if lhs is not MISSING else None
     rs = _shape(node, rhs)
     if rs == "list":
-        _check_list(rhs, node, path, errors)
+        _check_list(rhs, node, trail, errors)
     if lhs is MISSING or rs == "leaf" or ls != rs:
         if rs == "map" and isinstance(rhs, dict):
             for k, val in rhs.items():
                 child, _ = node.child(k)
-                _merge(MISSING, val, child, (*path, pe_.field(k)), errors)
+                _merge(MISSING, val, child, (trail, pe_.field(k)), errors)
         elif rs == "list" and isinstance(rhs, list) and node.list_type != "atomic":
             elem = node.elem()
             for item in rhs:
@@ -452,13 +463,13 @@ def _merge(lhs: Any, rhs: Any, node: TypeNode, path: Path, errors: list[tuple[Pa
                     pe = item_element(node, item)
                 except ValueError:
                     continue
-                _merge(MISSING, item, elem, (*path, pe), errors)
+                _merge(MISSING, item, elem, (trail, pe), errors)
         return rhs
     if rs == "list":
         if _empty(lhs) and _empty(rhs):
             return rhs
         return _merge_list(lhs if isinstance(lhs, list) else [], rhs if isinstance(rhs, list) else [],
-                           node, path, errors)
+                           node, trail, errors)
     if not isinstance(rhs, dict):
         return lhs if isinstance(lhs, dict) and rhs is None else rhs
     if not isinstance(lhs, dict):
@@ -466,15 +477,15 @@ def _merge(lhs: Any, rhs: Any, node: TypeNode, path: Path, errors: list[tuple[Pa
     out: dict[str, Any] = {}
     for k, lval in lhs.items():
         child, _ = node.child(k)
-        out[k] = _merge(lval, rhs.get(k, MISSING), child, (*path, pe_.field(k)), errors)
+        out[k] = _merge(lval, rhs.get(k, MISSING), child, (trail, pe_.field(k)), errors)
     for k, rval in rhs.items():
         if k not in lhs:
             child, _ = node.child(k)
-            out[k] = _merge(MISSING, rval, child, (*path, pe_.field(k)), errors)
+            out[k] = _merge(MISSING, rval, child, (trail, pe_.field(k)), errors)
     return out
 
 
-def _check_list(items: Any, node: TypeNode, path: Path, errors: list[tuple[Path, str]]) -> None:
+def _check_list(items: Any, node: TypeNode, trail: Trail, errors: list[tuple[Path, str]]) -> None:
     if not isinstance(items, list):
         return
     seen: set[str] = set()
@@ -482,14 +493,14 @@ def _check_list(items: Any, node: TypeNode, path: Path, errors: list[tuple[Path,
         try:
             pe = item_element(node, item)
         except ValueError as err:
-            errors.append((path, f"element {i}: {err}"))
+            errors.append((_path(trail), f"element {i}: {err}"))
             continue
         if pe in seen:
-            errors.append((path, f"duplicate entries for key {pe_.display(pe)}"))
+            errors.append((_path(trail), f"duplicate entries for key {pe_.display(pe)}"))
         seen.add(pe)
 
 
-def _merge_list(lhs: list[Any], rhs: list[Any], node: TypeNode, path: Path,
+def _merge_list(lhs: list[Any], rhs: list[Any], node: TypeNode, trail: Trail,
                 errors: list[tuple[Path, str]]) -> list[Any]:
     """SMD's ordering: live items keep their places, applied items follow their own order."""
     rpes_raw: list[str] = []
@@ -529,7 +540,7 @@ def _merge_list(lhs: list[Any], rhs: list[Any], node: TypeNode, path: Path,
             if pe == rpes[ri]:
                 merged_rhs.add(pe)
                 lchild = lobs[pe]
-                out.append(_merge(lchild if lchild is not None else MISSING, robs[pe], elem, (*path, pe), errors))
+                out.append(_merge(lchild if lchild is not None else MISSING, robs[pe], elem, (trail, pe), errors))
                 li += 1
                 ri += 1
                 shared_i += 1
@@ -550,7 +561,7 @@ def _merge_list(lhs: list[Any], rhs: list[Any], node: TypeNode, path: Path,
             pe = rpes[ri]
             merged_rhs.add(pe)
             lchild = lobs.get(pe, MISSING)
-            out.append(_merge(lchild if lchild is not None else MISSING, robs[pe], elem, (*path, pe), errors))
+            out.append(_merge(lchild if lchild is not None else MISSING, robs[pe], elem, (trail, pe), errors))
             ri += 1
             if next_shared is not None and next_shared == pe:
                 shared_i += 1
