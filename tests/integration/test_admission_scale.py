@@ -292,3 +292,27 @@ def test_custom_resource_scale_under_match_policy_equivalent(env: Env, chain: Ch
     assert request["requestResource"] == {"group": group, "version": "v2", "resource": "crowds"}
     assert request["object"]["kind"] == "Scale" and request["object"]["apiVersion"] == "autoscaling/v1"
     chain.kubectl("delete", "crd", f"crowds.{group}", "--wait=false")
+
+
+def test_scale_uid_precondition(chain: ChainHandle) -> None:
+    """kube's scaleUpdatedObjectInfo: a Scale naming another object's UID is a 409 Conflict."""
+    ns = f"w13-uid-{uuid.uuid4().hex[:6]}"
+    chain.kubectl("create", "namespace", ns)
+    try:
+        chain.kubectl("create", "-f", "-", input=deployment("pinned", ns, 1))
+        path = f"/apis/apps/v1/namespaces/{ns}/deployments/pinned/scale"
+        status, scale = chain.json("GET", path)
+        assert status == 200, scale
+        uid = scale["metadata"]["uid"]
+        scale["metadata"]["uid"] = "not-the-uid"
+        scale["spec"]["replicas"] = 4
+        status, body = chain.json("PUT", path, scale)
+        assert status == 409, body
+        assert body["message"] == ('Operation cannot be fulfilled on deployments/scale.apps "pinned": Precondition '
+                                   f"failed: UID in precondition: not-the-uid, UID in object meta: {uid}")
+        assert chain.json("GET", path)[1]["spec"]["replicas"] == 1
+        scale["metadata"]["uid"] = uid
+        status, body = chain.json("PUT", path, scale)
+        assert status == 200 and body["spec"]["replicas"] == 4, body
+    finally:
+        chain.kubectl("delete", "namespace", ns, "--wait=false", check=False)
