@@ -14,10 +14,9 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import jsonpatch
-import orjson
 
+from genericapi.apimachinery import deepjson, strategicpatch
 from genericapi.apimachinery import errors as apierrors
-from genericapi.apimachinery import strategicpatch
 from genericapi.apimachinery.user import UserInfo, current_user
 from genericapi.registry.admissionchain import LOOPBACK_USER
 from genericapi.registry.fieldtracking import Writer
@@ -94,7 +93,7 @@ class LocalClient:
         with self._as_user():
             result = await self.store.list(namespace, opts)
         # The raw JSON is the object as served; decoding it is cheaper than a deep copy.
-        items = [orjson.loads(raw) for _obj, raw in result.items]
+        items = [deepjson.loads(raw) for _obj, raw in result.items]  # orjson first; any depth
         return items, str(result.revision), result.continue_token
 
     def watch(self, resource_version: str, namespace: str = "") -> AsyncIterator[WatchEvent]:
@@ -109,7 +108,7 @@ class LocalClient:
             while True:
                 item = await watcher.next_item(None)
                 if isinstance(item, CacheEvent):
-                    yield WatchEvent(item.type, orjson.loads(item.raw))
+                    yield WatchEvent(item.type, deepjson.loads(item.raw))
                 elif isinstance(item, Bookmark):
                     yield WatchEvent("BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
                                                   "metadata": {"resourceVersion": str(item.revision)}})

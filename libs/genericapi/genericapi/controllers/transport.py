@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from genericapi.apimachinery import deepjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.links import http_base, unix_socket_path
 from genericapi.apimachinery.user import UserInfo
@@ -28,7 +29,7 @@ REQUEST_TIMEOUT = 30.0
 def status_error(status: int, body: bytes) -> apierrors.APIError:
     """The APIError a non-2xx response stands for (its Status body when it has one)."""
     try:
-        doc = orjson.loads(body) if body else None
+        doc = deepjson.loads(body) if body else None
     except orjson.JSONDecodeError:
         doc = None
     if isinstance(doc, dict) and doc.get("kind") == "Status":
@@ -98,7 +99,7 @@ class Transport:
                       body: Any = None, content_type: str = "application/json",
                       accept: str = "") -> tuple[int, str, Any]:
         """(status, content type, decoded JSON body); non-2xx raises APIError."""
-        raw = orjson.dumps(body) if body is not None else None
+        raw = deepjson.dumps(body) if body is not None else None  # orjson first; any depth
         resp = await self._open(method, path, params, raw, content_type, accept, REQUEST_TIMEOUT)
         try:
             data = await resp.read()
@@ -109,7 +110,7 @@ class Transport:
         if resp.status >= 300:
             raise status_error(resp.status, data)
         try:
-            doc = orjson.loads(data) if data else None
+            doc = deepjson.loads(data) if data else None
         except orjson.JSONDecodeError as err:
             raise apierrors.internal_error(f"bad JSON from the delegate: {err}") from err
         return resp.status, resp.headers.get("Content-Type", ""), doc
@@ -130,7 +131,7 @@ class Transport:
                             break
                         line, buf = buf[:nl].strip(), buf[nl + 1:]
                         if line:
-                            yield orjson.loads(line)
+                            yield deepjson.loads(line)
             except aiohttp.ClientPayloadError:
                 return  # the server cut the stream: the caller resumes from its last version
         finally:
