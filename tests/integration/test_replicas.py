@@ -324,7 +324,10 @@ def test_crd_deletion_with_both_controllers_removes_everything_once(
     assert status == 201, body
     ns = namespace(a, "crdel")
     path = f"/apis/{group}/v1/namespaces/{ns}/things"
-    wait_for(lambda: a.json("GET", path)[0] == 200 and b.json("GET", path)[0] == 200, 5, "things served")
+    # Each gateway spreads requests over both extensions-api replicas, and each replica serves the
+    # CRD once its own informer has it (as each kube-apiserver of an HA pair does): wait until a run
+    # of GETs through both gateways all succeed, so both replicas serve it.
+    wait_for(lambda: all(g.json("GET", path)[0] == 200 for _ in range(8) for g in gateways), 20, "things served")
     for i in range(6):
         status, body = gateways[i % 2].json("POST", path, {"apiVersion": f"{group}/v1", "kind": "Thing",
                                                           "metadata": {"name": f"t{i}"}})
