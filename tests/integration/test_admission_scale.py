@@ -212,9 +212,6 @@ def test_custom_resource_scale_is_admitted_as_a_scale(env: Env, chain: ChainHand
     chain.kubectl("delete", "crd", f"crowds.{group}", "--wait=false")
 
 
-@pytest.mark.xfail(strict=True, reason="the review's kind and the CEL request.kind take the resource's group and "
-                                       "version: admission/review.py and apimachinery/cel/admission.py must read "
-                                       "Attributes.gvk() (autoscaling/v1)")
 def test_scale_kind_is_autoscaling_v1(env: Env) -> None:
     env.hook.requests(clear=True)
     env.register("ValidatingWebhookConfiguration", env.webhook(
@@ -228,9 +225,6 @@ def test_scale_kind_is_autoscaling_v1(env: Env) -> None:
     assert request["kind"] == scale_kind and request["requestKind"] == scale_kind
 
 
-@pytest.mark.xfail(strict=True, reason="handlers/resource.py's /scale PUT and PATCH run without admission_scope "
-                                       "(options lack fieldManager, webhook warnings are dropped) and "
-                                       "handlers/apply.py's /scale apply does not pass scale_view(...)")
 def test_scale_options_warnings_and_apply(env: Env) -> None:
     env.hook.requests(clear=True)
     env.register("ValidatingWebhookConfiguration",
@@ -260,9 +254,6 @@ def test_scale_options_warnings_and_apply(env: Env) -> None:
     assert request["object"]["spec"]["replicas"] == 5 and request["options"]["fieldManager"] == "applier"
 
 
-@pytest.mark.xfail(strict=True, reason="admission/webhooks.py converts the Scale as if it were the custom "
-                                       "resource (the webhook sees kind Crowd): _versioned and _mutate must leave "
-                                       "a view (Attributes.kind_group set) unconverted")
 def test_custom_resource_scale_under_match_policy_equivalent(env: Env, chain: ChainHandle) -> None:
     """A webhook registered for v1 ``crowds/scale`` is called for a /scale write through v2 (the
     Scale is the same autoscaling/v1 object at every version: nothing to convert)."""

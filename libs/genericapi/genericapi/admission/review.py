@@ -65,11 +65,15 @@ def build_review(attrs: Attributes, inv: Invocation, version: str) -> tuple[str,
     uid = str(uuid.uuid4())
     namespace = attrs.name if (attrs.group, attrs.resource) == ("", "namespaces") and attrs.operation != "CREATE" \
         else attrs.namespace
+    request_kind = dict(zip(("group", "version", "kind"), attrs.gvk(), strict=True))
+    # a subresource served as another kind (deployments/scale: autoscaling/v1 Scale) keeps its kind
+    kind = {"group": inv.group, "version": inv.version, "kind": inv.kind} if attrs.kind_group is None \
+        else dict(request_kind)
     request: dict[str, Any] = {
         "uid": uid,
-        "kind": {"group": inv.group, "version": inv.version, "kind": inv.kind},
+        "kind": kind,
         "resource": {"group": inv.group, "version": inv.version, "resource": inv.resource},
-        "requestKind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
+        "requestKind": request_kind,
         "requestResource": {"group": attrs.group, "version": attrs.version, "resource": attrs.resource},
         "operation": attrs.operation,
         "userInfo": attrs.user.to_dict(),

@@ -168,7 +168,8 @@ class _WebhookPlugin:
 
     async def _versioned(self, attrs: Attributes, inv: Invocation) -> _Versioned:
         """The objects converted to the version the webhook registered for (when it differs)."""
-        if (inv.group, inv.version) == (attrs.group, attrs.version) or self.equivalents is None:
+        if (inv.group, inv.version) == (attrs.group, attrs.version) or self.equivalents is None \
+                or attrs.kind_group is not None:  # a view (Scale) is one kind at every version
             return _Versioned(attrs, inv)
         convert = self.equivalents.convert
         obj = await convert(attrs.obj, inv.group, inv.version, inv.kind) if attrs.obj is not None else None
@@ -281,7 +282,8 @@ class MutatingWebhook(_WebhookPlugin):
         webhookaudit.record(attrs, f"{webhookaudit.PATCH_PREFIX}{suffix}",
                            webhookaudit.patch_value(hook.configuration, hook.name, verdict.patch),
                            webhookaudit.LEVEL_REQUEST)
-        if (inv.group, inv.version) != (attrs.group, attrs.version) and self.equivalents is not None:
+        if (inv.group, inv.version) != (attrs.group, attrs.version) and self.equivalents is not None \
+                and attrs.kind_group is None:
             patched = await self.equivalents.convert(patched, attrs.group, attrs.version, attrs.kind)
         _check_identity(attrs, patched)
         attrs.obj = patched

@@ -28,7 +28,7 @@ from .negotiation import Output
 from .ownership import field_manager
 from .render import render_object
 from .responses import format_warning, object_response
-from .scale import to_scale
+from .scale import scale_view, to_scale
 
 APPLY_PATCH = "application/apply-patch+yaml"
 
@@ -210,5 +210,6 @@ async def _apply_scale(store: Store, namespace: str, name: str, raw: bytes, vali
 
     updated = await store.guaranteed_update(namespace, name, produce, dry_run=dry_run,
                                             precondition=True if pinned_rv else None,
-                                            writer=Writer(manager, "scale", recorded=True))
+                                            writer=Writer(manager, "scale", recorded=True),
+                                            view=scale_view(store, name), view_from_parent=True)
     return object_response(to_scale(store, updated), pretty=pretty)

@@ -115,8 +115,11 @@ async def update(t: Target, request: Request) -> Response:
     if t.subresource == "scale":
         obj, duplicates = await read_object(request, None, validation != "Ignore",
                                             kind="Scale", api_version="autoscaling/v1")
-        scale = await update_scale(t.store, t.namespace, t.name, lambda _old: obj, dry, writer)
-        return object_response(scale, pretty=_pretty(request))
+        with admission_scope(request, kind, dry) as scope:
+            scale = await update_scale(t.store, t.namespace, t.name, lambda _old: obj, dry, writer)
+        resp = object_response(scale, pretty=_pretty(request))
+        _add_warnings(resp, scope.warnings)
+        return resp
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
     warnings = check_fields(t.store.strategy, obj, validation, duplicates)
     with admission_scope(request, kind, dry) as scope:
@@ -150,8 +153,11 @@ async def patch(t: Target, request: Request) -> Response:
         def scale_patch(old_scale: dict[str, Any]) -> dict[str, Any]:
             return apply_patch(ctype, raw, old_scale, None)
 
-        scale = await update_scale(t.store, t.namespace, t.name, scale_patch, dry, writer)
-        return object_response(scale, pretty=_pretty(request))
+        with admission_scope(request, "UpdateOptions", dry) as scope:  # kube's patchToUpdateOptions
+            scale = await update_scale(t.store, t.namespace, t.name, scale_patch, dry, writer)
+        resp = object_response(scale, pretty=_pretty(request))
+        _add_warnings(resp, scope.warnings)
+        return resp
 
     def produce(old: dict[str, Any]) -> dict[str, Any]:
         warnings.clear()

@@ -192,7 +192,7 @@ def user_info(attrs: Attributes) -> dict[str, Any]:
 
 def admission_request(attrs: Attributes, uid: str = "") -> dict[str, Any]:
     """kube's ``cel.CreateAdmissionRequest`` as unstructured: what the ``request`` variable holds."""
-    kind = {"group": attrs.group, "version": attrs.version, "kind": attrs.kind}
+    kind = dict(zip(("group", "version", "kind"), attrs.gvk(), strict=True))
     res = {"group": attrs.group, "version": attrs.version, "resource": attrs.resource}
     out: dict[str, Any] = {"uid": uid, "kind": kind, "resource": res}
     if attrs.subresource:
