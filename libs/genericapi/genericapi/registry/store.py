@@ -744,7 +744,8 @@ def _set_resource_version(meta: dict[str, Any]) -> bool:
 
 def _parse_rv(rv: str) -> int:
     # Decimal ASCII digits only, as Go's ParseUint (Python's int() also takes "+1", " 1", "1_0").
-    if not (rv.isascii() and rv.isdigit()):
+    # Past uint64 Go's ParseUint fails as it does on letters (it was a 500: etcd's int64 refused it).
+    if not (rv.isascii() and rv.isdigit()) or int(rv) >= 2**64:
         raise apierrors.bad_request(f'invalid resource version: "{rv}"')
     return int(rv)
 

@@ -133,6 +133,14 @@ def _cancelled_by_channel() -> bool:
     return task is not None and task.cancelling() == 0
 
 
+
+def _revision(revision: int) -> int:
+    """``revision`` for a request: etcd's revisions are int64, so one past that is a future revision
+    etcd would refuse (answered as etcd's own refusal, never a protobuf ValueError)."""
+    if revision > 2**63 - 1:
+        raise TooOldRevisionError(revision, 0)
+    return revision
+
 class EtcdClient:
     """Async etcd v3 KV and Watch with kube-apiserver's transaction shapes."""
 
@@ -256,7 +264,7 @@ class EtcdClient:
     @recorded("get", "Range")
     async def get(self, key: bytes, revision: int = 0) -> tuple[KeyValue | None, int]:
         """The key's value (or None) and the store revision it was read at."""
-        resp = await self._call("Range", rpc.RangeRequest(key=key, revision=revision))
+        resp = await self._call("Range", rpc.RangeRequest(key=key, revision=_revision(revision)))
         kvs = resp.kvs  # type: ignore[attr-defined]
         header_rev = resp.header.revision  # type: ignore[attr-defined]
         return (self._plain(kvs[0]) if kvs else None), header_rev
@@ -265,7 +273,7 @@ class EtcdClient:
     async def range(self, start: bytes, end: bytes, *, revision: int = 0, limit: int = 0
                     ) -> tuple[list[KeyValue], int, bool]:
         """Keys in ``[start, end)`` at ``revision`` (0: newest): values, header revision, more."""
-        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
+        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=_revision(revision),
                                                           limit=limit))
         return ([self._plain(kv) for kv in resp.kvs],  # type: ignore[attr-defined]
                 resp.header.revision,  # type: ignore[attr-defined]
@@ -274,7 +282,7 @@ class EtcdClient:
     @recorded("listWithCount", "Range")
     async def count(self, start: bytes, end: bytes, revision: int = 0) -> int:
         """How many keys in ``[start, end)`` at ``revision``."""
-        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
+        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=_revision(revision),
                                                           count_only=True))
         return int(resp.count)  # type: ignore[attr-defined]
 
@@ -282,7 +290,7 @@ class EtcdClient:
         """How many keys in ``[start, end)`` at ``revision`` were modified at or after
         ``min_mod_revision``. (etcd ignores revision filters on count-only ranges, so this
         reads the keys, without values.)"""
-        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=revision,
+        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=_revision(revision),
                                                           keys_only=True, min_mod_revision=min_mod_revision))
         return len(resp.kvs)  # type: ignore[attr-defined]
 
