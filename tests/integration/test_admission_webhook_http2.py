@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from genericapi.admission.client import HTTP2_ENV
-from support.admission_webhook import AdmissionWebhook
+from support.admission_webhook import AdmissionWebhook, serving
 from support.conversion_webhook import Pki, make_pki
 from support.procs import ChainHandle, start_chain
 from support.waiting import eventually
@@ -34,16 +34,14 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 @pytest.fixture(scope="module")
 def h2_hook(pki: Pki) -> Iterator[AdmissionWebhook]:
-    hook = AdmissionWebhook.start(pki, http2=True)
-    yield hook
-    hook.stop()
+    with serving(pki, http2=True) as hook:
+        yield hook
 
 
 @pytest.fixture(scope="module")
 def h1_hook(pki: Pki) -> Iterator[AdmissionWebhook]:
-    hook = AdmissionWebhook.start(pki)
-    yield hook
-    hook.stop()
+    with serving(pki) as hook:
+        yield hook
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,8 @@ import ssl
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -245,6 +247,16 @@ class AdmissionWebhook:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+@contextmanager
+def serving(pki: Pki, http2: bool = False) -> Iterator[AdmissionWebhook]:
+    """A test webhook for the length of a ``with`` block (a fixture's body): HTTP/1.1, or h2 by ALPN."""
+    hook = AdmissionWebhook.start(pki, http2=http2)
+    try:
+        yield hook
+    finally:
+        hook.stop()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from genericapi.admission import client as webhook_client
 from genericapi.admission.client import CallError, WebhookClient
-from support.admission_webhook import AdmissionWebhook
+from support.admission_webhook import AdmissionWebhook, serving
 from support.conversion_webhook import Pki, make_pki
 
 REVIEW = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -34,16 +34,14 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 @pytest.fixture(scope="module")
 def h2_hook(pki: Pki) -> Iterator[AdmissionWebhook]:
-    hook = AdmissionWebhook.start(pki, http2=True)
-    yield hook
-    hook.stop()
+    with serving(pki, http2=True) as hook:
+        yield hook
 
 
 @pytest.fixture(scope="module")
 def h1_hook(pki: Pki) -> Iterator[AdmissionWebhook]:
-    hook = AdmissionWebhook.start(pki)
-    yield hook
-    hook.stop()
+    with serving(pki) as hook:
+        yield hook
 
 
 @pytest.fixture
