@@ -4,7 +4,8 @@ Built-in objects are admitted here, so this is where kube-apiserver's policy plu
 them. Params of a built-in kind come from core-api's own store caches (ConfigMaps, ...); params
 of a custom kind from a watch of that kind's keys, found through a watch cache of the CRDs
 (extensions-api's objects on the same etcd). CEL's ``authorizer`` asks core-api's authorizer
-(RBAC over watch caches, or AlwaysAllow).
+(RBAC over watch caches, or AlwaysAllow). ``matchPolicy: Equivalent`` converts objects between
+the stores this service serves (``StoreEquivalents``, as the webhooks do).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from genericapi.admission.equivalents import StoreEquivalents
 from genericapi.apimachinery.authorization import Authorizer
 from genericapi.apimachinery.policy.plugin import ValidatingAdmissionPolicyPlugin
 from genericapi.registry.policysource import CRDKinds, WatchedPolicySource, stores_resolver
@@ -38,4 +40,4 @@ def install(server: GenericAPIServer, authorizer: Authorizer | None) -> Validati
 
     server.post_start.insert(0, start)
     server.pre_shutdown.append(stop)
-    return ValidatingAdmissionPolicyPlugin(source, authorizer)
+    return ValidatingAdmissionPolicyPlugin(source, authorizer, StoreEquivalents(lambda: server.stores))

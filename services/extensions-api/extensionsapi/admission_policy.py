@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from genericapi.admission.equivalents import StoreEquivalents
 from genericapi.apimachinery.authorization import Authorizer
 from genericapi.apimachinery.policy.plugin import ValidatingAdmissionPolicyPlugin
 from genericapi.registry.policysource import WatchedPolicySource, stores_resolver
@@ -37,4 +38,4 @@ def install(server: GenericAPIServer, namespaces: Store,
 
     server.post_start.insert(0, start)
     server.pre_shutdown.append(stop)
-    return ValidatingAdmissionPolicyPlugin(source, authorizer)
+    return ValidatingAdmissionPolicyPlugin(source, authorizer, StoreEquivalents(lambda: server.stores))

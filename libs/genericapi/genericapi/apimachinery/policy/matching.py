@@ -5,14 +5,15 @@ request's namespace's labels; a Namespace request uses the object's own), the ob
 (the new or the old object's labels), ``excludeResourceRules`` then ``resourceRules`` (operations,
 apiGroups, apiVersions, ``resource/subresource`` with ``*``, scope, resourceNames). With
 ``matchPolicy: Equivalent`` (the default) a rule naming another version of the same group and
-resource matches too; kube would then convert the object to that version, which is not done here
-(objects are seen in the request's version). Selector errors count only when the rules match.
+resource matches too, and ``matched_resource`` says which one (kube's ``matchResource`` /
+``matchKind``: the plugin then converts the objects to it). Selector errors count only when the
+rules match.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from genericapi.apimachinery.admission import Attributes
@@ -134,6 +135,20 @@ class MatchResources:
         if ns_err or obj_err:
             raise MatchError(ns_err or obj_err)
         return True
+
+    def matched_resource(self, attrs: Attributes,
+                         others: list[tuple[str, str, str, str]]) -> tuple[str, str, str, str] | None:
+        """Which (group, version, resource, kind) the rules matched, given a request ``matches``
+        accepted and ``others``, the request's equivalent resources: None when a rule names the
+        request's own version (or there are no rules), else the first equivalent, rule by rule
+        (kube's ``matchesResourceRules``)."""
+        if not self.rules or not self.equivalent or any(rule_matches(r, attrs, False) for r in self.rules):
+            return None
+        for rule in self.rules:
+            for group, version, resource, kind in others:
+                if rule_matches(rule, replace(attrs, group=group, version=version, resource=resource), False):
+                    return group, version, resource, kind
+        return None
 
     def _namespace(self, attrs: Attributes, namespaces: NamespaceLookup) -> tuple[bool, str]:
         is_namespace = attrs.group == "" and attrs.resource == "namespaces"

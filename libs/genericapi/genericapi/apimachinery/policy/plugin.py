@@ -11,6 +11,13 @@ validation's reason and kube's code for it), Warn adds a ``Warning`` header, Aud
 that cannot be used (unknown paramKind, missing params, a bad selector) is a configuration error:
 ``failurePolicy: Fail`` denies with ``failed to configure policy|binding: ...``, Ignore skips it.
 
+With ``matchPolicy: Equivalent`` a policy whose rules name another version of the request's
+resource (a CRD's v1 for a v2 request) sees ``object`` / ``oldObject`` converted to that version
+(kube's versioned attributes, converted once per kind per request, only when a binding is about
+to be evaluated) and ``request.kind`` / ``request.resource`` saying it, while
+``request.requestKind`` / ``request.requestResource`` keep what the request addressed (kube's
+``CreateAdmissionRequest``). A Scale view is one kind at every version and is never converted.
+
 Policies, bindings, namespaces and params come from a ``PolicySource`` (watch caches); policies
 are compiled once per (uid, generation) and the policy-to-bindings index is rebuilt only when the
 source's revision changes.
@@ -19,7 +26,7 @@ source's revision changes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import orjson
@@ -67,6 +74,31 @@ class PolicySource(Protocol):
     def param_store(self, api_version: str, kind: str) -> ParamStore | None: ...
 
 
+class EquivalentResource(Protocol):
+    """A group/version/resource (``admission.rules.Resource``), read-only."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def resource(self) -> str: ...
+
+
+class Equivalents(Protocol):
+    """The other served versions of a resource and conversion between them (``StoreEquivalents``)."""
+
+    def equivalents(self, group: str, version: str, resource: str) -> Iterable[tuple[EquivalentResource, str]]: ...
+
+    async def convert(self, obj: dict[str, Any], group: str, version: str, kind: str) -> dict[str, Any]: ...
+
+
+#: (group, version, resource, kind) a policy's rules matched through an equivalent version.
+Matched = tuple[str, str, str, str]
+
+
 class ConfigurationError(Exception):
     pass
 
@@ -111,9 +143,11 @@ def gvk_text(pk: dict[str, str]) -> str:
 class ValidatingAdmissionPolicyPlugin:
     """kube's ``ValidatingAdmissionPolicy`` admission plugin, as a ``ValidatingPlugin``."""
 
-    def __init__(self, source: PolicySource, authorizer: Authorizer | None = None) -> None:
+    def __init__(self, source: PolicySource, authorizer: Authorizer | None = None,
+                 equivalents: Equivalents | None = None) -> None:
         self.source = source
         self.authorizer = authorizer
+        self.equivalents = equivalents
         self._compiled: dict[str, CompiledPolicy] = {}
         self._hooks: list[_Hook] = []
         self._revision: Any = None
@@ -168,6 +202,7 @@ class ValidatingAdmissionPolicyPlugin:
             return
         denials: list[_Denial] = []
         request: dict[str, Any] | None = None
+        versioned: dict[Matched, adm.Attributes] = {}
         for hook in hooks:
             policy = hook.policy
             try:
@@ -183,6 +218,7 @@ class ValidatingAdmissionPolicyPlugin:
                 continue
             if request is None:
                 request = admission_request(attrs)
+            matched = self._matched(policy, attrs)
             annotations: dict[str, list[str]] = {}
             for binding in hook.bindings:
                 try:
@@ -196,11 +232,59 @@ class ValidatingAdmissionPolicyPlugin:
                 except ConfigurationError as e:
                     self._config_error(denials, policy, binding.name, str(e))
                     continue
-                self._evaluate(attrs, request, policy, binding, params, denials, annotations)
+                if not params:
+                    continue  # kube converts (and evaluates) only when there is a param to evaluate with
+                try:
+                    seen = await self._versioned(attrs, matched, versioned)
+                except Exception as e:  # kube: any conversion failure is a configuration error
+                    self._config_error(denials, policy, binding.name, f"failed to convert object version: {e}")
+                    continue
+                self._evaluate(attrs, seen, request, policy, binding, params, denials, annotations)
             for key, values in annotations.items():
                 attrs.add_annotation(f"{policy.name}/{key}", ", ".join(values))
         if denials:
             raise self._denied(attrs, denials[0])
+
+    def _matched(self, policy: CompiledPolicy, attrs: adm.Attributes) -> Matched | None:
+        """The equivalent (group, version, resource, kind) the policy's rules matched, or None for
+        the request's own (kube's ``matchResource`` / ``matchKind`` from ``DefinitionMatches``)."""
+        if self.equivalents is None or not policy.match.equivalent:
+            return None
+        own = (attrs.group, attrs.version, attrs.resource)
+        others = [(r.group, r.version, r.resource, kind)
+                  for r, kind in self.equivalents.equivalents(attrs.group, attrs.version, attrs.resource)
+                  if (r.group, r.version, r.resource) != own]
+        return policy.match.matched_resource(attrs, others) if others else None
+
+    async def _versioned(self, attrs: adm.Attributes, matched: Matched | None,
+                         cache: dict[Matched, adm.Attributes]) -> tuple[adm.Attributes, Matched | None]:
+        """The record the policy's CEL sees: the objects converted to the matched version
+        (kube's ``NewVersionedAttributes``), once per version per request; a Scale view as is."""
+        if matched is None or self.equivalents is None:
+            return attrs, None
+        if attrs.kind_group is not None:  # a view (Scale) is one kind at every version
+            return attrs, matched
+        found = cache.get(matched)
+        if found is None:
+            group, version, _resource, kind = matched
+            convert = self.equivalents.convert
+            obj = await convert(attrs.obj, group, version, kind) if attrs.obj is not None else None
+            old = await convert(attrs.old_obj, group, version, kind) if attrs.old_obj is not None else None
+            found = cache[matched] = replace(attrs, obj=obj, old_obj=old)
+        return found, matched
+
+    @staticmethod
+    def _request(attrs: adm.Attributes, request: dict[str, Any], matched: Matched | None) -> dict[str, Any]:
+        """``request`` with ``kind`` / ``resource`` the matched ones (``requestKind`` /
+        ``requestResource`` stay what the request addressed)."""
+        if matched is None:
+            return request
+        group, version, resource, kind = matched
+        out = dict(request)
+        out["resource"] = {"group": group, "version": version, "resource": resource}
+        if attrs.kind_group is None:
+            out["kind"] = {"group": group, "version": version, "kind": kind}
+        return out
 
     def _namespace(self, attrs: adm.Attributes) -> dict[str, Any] | None:
         name = attrs.namespace
@@ -208,12 +292,14 @@ class ValidatingAdmissionPolicyPlugin:
             name = ""  # kube unsets it for a Namespace request
         return namespace_object(self.source.namespace(name)) if name else None
 
-    def _evaluate(self, attrs: adm.Attributes, request: dict[str, Any], policy: CompiledPolicy, binding: _Binding,
-                  params: list[dict[str, Any] | None], denials: list[_Denial],
-                  annotations: dict[str, list[str]]) -> None:
+    def _evaluate(self, attrs: adm.Attributes, seen: tuple[adm.Attributes, Matched | None], request: dict[str, Any],
+                  policy: CompiledPolicy, binding: _Binding, params: list[dict[str, Any] | None],
+                  denials: list[_Denial], annotations: dict[str, list[str]]) -> None:
         namespace = self._namespace(attrs)
+        versioned, matched = seen
+        request = self._request(attrs, request, matched)
         for param in params:
-            activation = Activation(attrs, request, param, namespace, self.authorizer)
+            activation = Activation(versioned, request, param, namespace, self.authorizer)
             decisions, audit = policy.validate(activation)
             for i, decision in enumerate(decisions):
                 if decision.action != DENY:
