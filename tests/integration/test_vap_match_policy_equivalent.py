@@ -3,7 +3,8 @@ v2: with ``matchPolicy: Equivalent`` (the default) kube-apiserver evaluates it o
 ``oldObject`` converted to v1 (through the CRD's conversion webhook, or with strategy None only the
 apiVersion changed), with ``request.kind`` / ``request.resource`` the matched v1 and
 ``request.requestKind`` / ``request.requestResource`` the v2 the client addressed; with
-``matchPolicy: Exact`` the v2 request is not matched at all. Policies are bound only in namespaces
+``matchPolicy: Exact`` the v2 request is not matched at all, and a rule naming a version the CRD does
+not serve is equivalent to nothing. Policies are bound only in namespaces
 labelled ``vap-equiv-it``, so other tests sharing the session's chain never meet them."""
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess
     proc.stop()
 
 
-def policy(name: str, group: str, validations: list[dict[str, Any]], match_policy: str | None = None) -> dict[str, Any]:
-    constraints: dict[str, Any] = {"resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"],
+def policy(name: str, group: str, validations: list[dict[str, Any]], match_policy: str | None = None,
+           version: str = "v1") -> dict[str, Any]:
+    constraints: dict[str, Any] = {"resourceRules": [{"apiGroups": [group], "apiVersions": [version],
                                                       "operations": ["CREATE", "UPDATE"], "resources": ["backends"]}]}
     if match_policy is not None:
         constraints["matchPolicy"] = match_policy
@@ -136,10 +138,11 @@ def test_webhook_conversion_policy_sees_v1_object_and_old_object(chain: ChainHan
 
 def test_conversion_none_policy_sees_v1_api_version(chain: ChainHandle) -> None:
     group = f"vapequiv-none-{uuid.uuid4().hex[:4]}.example.com"
-    name = f"equiv-{group}"
+    name, unserved = f"equiv-{group}", f"v9-{group}"
     ns = setup(chain, backends_crd(group, {"strategy": "None"}), group, [policy(name, group, [
         {"expression": f"object.apiVersion == '{group}/v1'", "messageExpression": "'saw ' + object.apiVersion"},
-        {"expression": "object.spec.address != 'deny'", "message": "address deny refused"}])])
+        {"expression": "object.spec.address != 'deny'", "message": "address deny refused"}]),
+        policy(unserved, group, [{"expression": "false", "message": "v9 policy matched"}], version="v9")])
     base = f"/apis/{group}"
     try:
         def denied_at_v2() -> Any:
@@ -153,4 +156,4 @@ def test_conversion_none_policy_sees_v1_api_version(chain: ChainHandle) -> None:
                                      backend(group, "v2", "b", {"address": "db:5432"}))
         assert status == 201 and created["apiVersion"] == f"{group}/v2", created
     finally:
-        teardown(chain, group, ns, [name])
+        teardown(chain, group, ns, [name, unserved])

@@ -4,8 +4,9 @@ kube's ``policy/generic.Matcher`` over the webhook predicates: the namespace sel
 request's namespace's labels; a Namespace request uses the object's own), the object selector
 (the new or the old object's labels), ``excludeResourceRules`` then ``resourceRules`` (operations,
 apiGroups, apiVersions, ``resource/subresource`` with ``*``, scope, resourceNames). With
-``matchPolicy: Equivalent`` (the default) a rule naming another version of the same group and
-resource matches too, and ``matched_resource`` says which one (kube's ``matchResource`` /
+``matchPolicy: Equivalent`` (the default) a rule naming an equivalent resource (another served
+version of the same storage, as the plugin's equivalents say; without them any version of the same
+group and resource) matches too, and ``matched_resource`` says which one (kube's ``matchResource`` /
 ``matchKind``: the plugin then converts the objects to it). Selector errors count only when the
 rules match.
 """
@@ -86,6 +87,14 @@ def _name(rule: Rule, attrs: Attributes) -> bool:
     return attrs.name in rule.names  # kube: the request's name ("" for a generateName create)
 
 
+def equivalent_matches(rule: Rule, attrs: Attributes, others: list[tuple[str, str, str, str]] | None) -> bool:
+    """Whether ``rule`` names one of the request's equivalent resources (kube's
+    ``EquivalentResourcesFor``); unknown equivalents: any version of the same group and resource."""
+    if others is None:
+        return rule_matches(rule, attrs, True)
+    return any(rule_matches(rule, replace(attrs, group=g, version=v, resource=r), False) for g, v, r, _k in others)
+
+
 def rule_matches(rule: Rule, attrs: Attributes, equivalent: bool) -> bool:
     if not (_any(rule.operations, attrs.operation) and _any(rule.groups, attrs.group) and _scope(rule, attrs)
             and _resource(rule, attrs) and _name(rule, attrs)):
@@ -117,9 +126,11 @@ class MatchResources:
         return cls(ns_sel, obj_sel, err, parse_rules(spec.get("resourceRules")),
                    parse_rules(spec.get("excludeResourceRules")), spec.get("matchPolicy", "Equivalent") != "Exact")
 
-    def matches(self, attrs: Attributes, namespaces: NamespaceLookup) -> bool:
-        """Whether the request is covered (no ``resourceRules``: every resource); raises
-        ``MatchError`` for a selector kube could not use on a request its rules match."""
+    def matches(self, attrs: Attributes, namespaces: NamespaceLookup,
+                others: list[tuple[str, str, str, str]] | None = None) -> bool:
+        """Whether the request is covered (no ``resourceRules``: every resource), ``others`` being
+        its equivalent resources; raises ``MatchError`` for a selector kube could not use on a
+        request its rules match."""
         ns_ok, ns_err = self._namespace(attrs, namespaces)
         if not ns_ok and not ns_err:
             return False
@@ -127,10 +138,10 @@ class MatchResources:
         if not obj_ok and not obj_err:
             return False
         if any(rule_matches(r, attrs, False) for r in self.exclude) or (
-                self.equivalent and any(rule_matches(r, attrs, True) for r in self.exclude)):
+                self.equivalent and any(equivalent_matches(r, attrs, others) for r in self.exclude)):
             return False
         if self.rules and not any(rule_matches(r, attrs, False) for r in self.rules) and not (
-                self.equivalent and any(rule_matches(r, attrs, True) for r in self.rules)):
+                self.equivalent and any(equivalent_matches(r, attrs, others) for r in self.rules)):
             return False
         if ns_err or obj_err:
             raise MatchError(ns_err or obj_err)

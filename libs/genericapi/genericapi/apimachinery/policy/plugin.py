@@ -203,10 +203,11 @@ class ValidatingAdmissionPolicyPlugin:
         denials: list[_Denial] = []
         request: dict[str, Any] | None = None
         versioned: dict[Matched, adm.Attributes] = {}
+        others = self._others(attrs)
         for hook in hooks:
             policy = hook.policy
             try:
-                if not policy.match.matches(attrs, self.source.namespace):
+                if not policy.match.matches(attrs, self.source.namespace, others):
                     continue
             except MatchError as e:
                 self._config_error(denials, policy, None, str(e))
@@ -218,11 +219,11 @@ class ValidatingAdmissionPolicyPlugin:
                 continue
             if request is None:
                 request = admission_request(attrs)
-            matched = self._matched(policy, attrs)
+            matched = policy.match.matched_resource(attrs, others) if others else None
             annotations: dict[str, list[str]] = {}
             for binding in hook.bindings:
                 try:
-                    if binding.match is not None and not binding.match.matches(attrs, self.source.namespace):
+                    if binding.match is not None and not binding.match.matches(attrs, self.source.namespace, others):
                         continue
                 except MatchError as e:
                     self._config_error(denials, policy, binding.name, str(e))
@@ -245,16 +246,18 @@ class ValidatingAdmissionPolicyPlugin:
         if denials:
             raise self._denied(attrs, denials[0])
 
-    def _matched(self, policy: CompiledPolicy, attrs: adm.Attributes) -> Matched | None:
-        """The equivalent (group, version, resource, kind) the policy's rules matched, or None for
-        the request's own (kube's ``matchResource`` / ``matchKind`` from ``DefinitionMatches``)."""
-        if self.equivalents is None or not policy.match.equivalent:
+    def _others(self, attrs: adm.Attributes) -> list[Matched] | None:
+        """The request's equivalent resources but its own (kube's ``EquivalentResourcesFor``); None
+        when not known (no equivalents, or a resource no store serves): any version of the same
+        group and resource is then taken as equivalent."""
+        if self.equivalents is None:
+            return None
+        found = list(self.equivalents.equivalents(attrs.group, attrs.version, attrs.resource))
+        if not found:
             return None
         own = (attrs.group, attrs.version, attrs.resource)
-        others = [(r.group, r.version, r.resource, kind)
-                  for r, kind in self.equivalents.equivalents(attrs.group, attrs.version, attrs.resource)
-                  if (r.group, r.version, r.resource) != own]
-        return policy.match.matched_resource(attrs, others) if others else None
+        return [(r.group, r.version, r.resource, kind) for r, kind in found
+                if (r.group, r.version, r.resource) != own]
 
     async def _versioned(self, attrs: adm.Attributes, matched: Matched | None,
                          cache: dict[Matched, adm.Attributes]) -> tuple[adm.Attributes, Matched | None]:
