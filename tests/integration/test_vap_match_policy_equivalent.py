@@ -157,3 +157,47 @@ def test_conversion_none_policy_sees_v1_api_version(chain: ChainHandle) -> None:
         assert status == 201 and created["apiVersion"] == f"{group}/v2", created
     finally:
         teardown(chain, group, ns, [name, unserved])
+
+
+def test_built_in_hpa_v2_request_seen_at_v1_in_core_api(chain: ChainHandle) -> None:
+    """core-api: a policy on autoscaling/v1 HorizontalPodAutoscalers sees a v2 create converted to v1
+    (``spec.targetCPUUtilizationPercentage`` from the v2 CPU metric)."""
+    name = f"equiv-hpa-{uuid.uuid4().hex[:6]}"
+    pol = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+           "metadata": {"name": name},
+           "spec": {"matchConstraints": {"resourceRules": [{
+               "apiGroups": ["autoscaling"], "apiVersions": ["v1"], "operations": ["CREATE"],
+               "resources": ["horizontalpodautoscalers"]}]},
+               "validations": [{"expression": "object.apiVersion == 'autoscaling/v1' && "
+                                              "object.spec.targetCPUUtilizationPercentage <= 80",
+                                "messageExpression": "'cpu ' + string(object.spec.targetCPUUtilizationPercentage) + "
+                                                     "' at ' + object.apiVersion + ' (request at ' + "
+                                                     "request.requestKind.version + ')'"}]}}
+    chain.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                         "items": [pol, binding(name)]}))
+    ns = f"vapequiv-{uuid.uuid4().hex[:6]}"
+    chain.kubectl("create", "namespace", ns)
+    chain.kubectl("label", "namespace", ns, f"{LABEL}=yes")
+
+    def hpa(cpu: int) -> dict[str, Any]:
+        return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                         "minReplicas": 1, "maxReplicas": 3,
+                         "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                             "type": "Utilization", "averageUtilization": cpu}}}]}}
+    path = f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
+    try:
+        def denied() -> Any:
+            status, body = chain.json("POST", f"{path}?dryRun=All", hpa(90))
+            return body if status == 422 else None
+
+        body = eventually(denied, timeout=30, what="the Equivalent policy denies a v2 HPA")
+        assert body["message"] == f'horizontalpodautoscalers.autoscaling "web" is forbidden: ' \
+                                  f'{denial(name, "cpu 90 at autoscaling/v1 (request at v2)")}', body
+        status, created = chain.json("POST", path, hpa(50))
+        assert status == 201 and created["apiVersion"] == "autoscaling/v2", created
+    finally:
+        chain.kubectl("delete", "validatingadmissionpolicybinding", f"{name}-binding", "--ignore-not-found",
+                      check=False)
+        chain.kubectl("delete", "validatingadmissionpolicy", name, "--ignore-not-found", check=False)
+        chain.kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false", check=False)
