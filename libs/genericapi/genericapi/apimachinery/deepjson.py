@@ -185,20 +185,29 @@ def _fragment_dumps(obj: Any, option: int) -> bytes:
     """orjson's compact bytes for a value of any depth: every subtree that reaches ``_ORJSON_HEIGHT``
     levels (counting from the last such cut below it) is written by orjson and stands in its parent
     as an ``orjson.Fragment`` (bytes orjson copies verbatim and does not count as depth). Two passes
-    over the non-empty containers (a pre-order list, then bottom-up heights), each container copied at
+    over the non-empty containers (a post-order list, then bottom-up heights), each container copied at
     most once (those above a cut), so the Python work is linear in the document's size; the bytes
     are orjson's (its own errors too: a refused key or value raises from the chunk that holds it)."""
+    # Post-order (children before their parents), each container once by id: a value that holds the
+    # same container in several places (a shared subtree) is walked once, not once per path to it.
     order: list[Any] = []
-    stack: list[Any] = [obj]
+    seen: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(obj, False)]
     while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend([child for child in (node.values() if isinstance(node, dict) else node)
-                      if child and isinstance(child, (dict, list))])
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend([(child, False) for child in (node.values() if isinstance(node, dict) else node)
+                      if child and isinstance(child, (dict, list)) and id(child) not in seen])
     sub_option = option & ~orjson.OPT_APPEND_NEWLINE  # every option but the final newline holds inside
     heights: dict[int, int] = {}
     swapped: dict[int, Any] = {}  # by id: the node's stand-in (a Fragment, or a copy holding Fragments)
-    for node in reversed(order):  # children before their parents
+    for node in order:
         key = id(node)
         height = 1
         changed = False
