@@ -145,7 +145,8 @@ def etcd_keys(endpoints: str, prefix: str) -> list[str]:
 
 def etcd_value(endpoints: str, key: str) -> bytes:
     """The raw value of one key (empty when absent)."""
-    return etcdctl(endpoints, "get", key, "--print-value-only").rstrip(b"\n")
+    out = etcdctl(endpoints, "get", key, "--print-value-only")
+    return out[:-1] if out.endswith(b"\n") else out  # etcdctl's one newline; the value may end in 0x0a too
 
 
 def etcd_delete(endpoints: str, key: str) -> None:
