@@ -212,6 +212,11 @@ class CRDController:
 
     async def _uninstall(self, name: str) -> None:
         self.terminating.discard(name)
+        # The CRD is gone: another replica finished its cleanup. A cleanup of ours still running
+        # would go on against stores stopped below, so it ends here (nothing is left to do).
+        finalizing = self._finalizing.pop(name, None)
+        if finalizing is not None:
+            finalizing.cancel()
         current = self.serving.pop(name, None)
         if current is None:
             return
@@ -240,7 +245,8 @@ class CRDController:
     # -- deletion -----------------------------------------------------------------------------
     def _finalized(self, name: str, task: asyncio.Task[bool]) -> None:
         """A cleanup attempt ended; unless it finished, look at the CRD again shortly."""
-        self._finalizing.pop(name, None)
+        if self._finalizing.get(name) is task:
+            del self._finalizing[name]
         failed = task.cancelled() or task.exception() is not None
         if failed and not task.cancelled():
             log.error("cleaning up CRD %s failed: %s", name, task.exception())
