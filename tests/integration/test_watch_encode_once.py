@@ -1,9 +1,11 @@
 """One encode per watch event, whatever the number of watchers (issue 15, kube's KEP-1152 serialize-once).
 
-core-api is built in process on real etcd and its HTTP app serves JSON watches on ConfigMaps to 1 and
+core-api is built in process on real etcd and its HTTP app serves watches on ConfigMaps to 1 and
 then to 24 concurrent clients. Every JSON encode of the watched object on the server's side is
-counted (the codec that turns stored bytes into served bytes, and the watch handler's own encoder):
-a change costs the same encodes for 24 watchers as for one, and every client still receives it.
+counted (the codec that turns stored bytes into served bytes, and the watch handler's own encoder),
+and for Table watches every Table built for it: a change costs the same for 24 watchers as for one,
+whether they ask for plain JSON, a Table (``kubectl get -w``), a Table embedding whole objects, or
+PartialObjectMetadata (metadata informers), and every client still receives it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import httpx
 import orjson
 import pytest
 from coreapi.server import build_server
-from genericapi.apimachinery import deepjson
+from genericapi.apimachinery import deepjson, tables
 from genericapi.handlers import watch as watch_handler
 from genericapi.registry import codec as codec_module
 from genericapi.server.apiserver import GenericAPIServer, ServerConfig
@@ -38,10 +40,37 @@ class Counting:
                 setattr(self, attr, getattr(real, attr))
 
     def dumps(self, obj: Any, *args: Any, **kwargs: Any) -> bytes:
-        if isinstance(obj, dict) and (obj.get("metadata") or {}).get("name") == self._name:
+        if _mentions(obj, self._name):
             self.count += 1
         result: bytes = self._real.dumps(obj, *args, **kwargs)
         return result
+
+
+class CountingTables:
+    """A stand-in for the ``tables`` module that counts the Tables built of one object by name."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self.count = 0
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(tables, attr)
+
+    def build_table(self, group: str, resource: str, objects: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        objects = list(objects)
+        if any(_mentions(o, self._name) for o in objects):
+            self.count += 1
+        return tables.build_table(group, resource, objects, *args, **kwargs)
+
+
+def _mentions(obj: Any, name: str) -> bool:
+    """An object named ``name``, its PartialObjectMetadata, or a Table with its row."""
+    if not isinstance(obj, dict):
+        return False
+    if (obj.get("metadata") or {}).get("name") == name:
+        return True
+    return obj.get("kind") == "Table" and any((row.get("cells") or [None])[0] == name
+                                              for row in obj.get("rows") or [])
 
 
 @pytest.fixture
@@ -56,38 +85,148 @@ async def core(etcd_server: Any) -> AsyncIterator[GenericAPIServer]:
         await server.stop()
 
 
-async def encodes_for_watchers(server: GenericAPIServer, watchers: int,
-                               patch: Callable[[str], tuple[Counting, Counting]]) -> tuple[int, list[bytes]]:
-    """Encodes of one ConfigMap's create and update while ``watchers`` clients watch; their bodies."""
+TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
+         "application/json")  # kubectl get -w
+METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#: What each kind of watcher asks for: Accept header and extra query.
+OUTPUTS = {
+    "json": ("application/json", ""),
+    "table": (TABLE, ""),
+    "table-object": (TABLE, "&includeObject=Object"),
+    "metadata": (METADATA, ""),
+}
+
+
+async def encodes_for_watchers(server: GenericAPIServer, watchers: dict[str, int],
+                               patch: Callable[[str], list[Counting | CountingTables]],
+                               ) -> tuple[int, dict[str, list[bytes]]]:
+    """Encodes of one ConfigMap's create and update while clients watch (``watchers``: how many of
+    each output of OUTPUTS); their bodies by output."""
     name = f"enc-{uuid.uuid4().hex[:8]}"
-    codec_count, handler_count = patch(name)
+    counters = patch(name)
     transport = httpx.ASGITransport(app=server.app())
     async with httpx.AsyncClient(transport=transport, base_url="http://core-api", timeout=60) as client:
         revision = (await client.get("/api/v1/namespaces/default/configmaps")).json()["metadata"]["resourceVersion"]
         url = f"/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={revision}&timeoutSeconds=4"
-        bodies = [asyncio.ensure_future(client.get(url)) for _ in range(watchers)]
-        await asyncio.sleep(0.5)  # every watch registered
         store = server.by_resource[("", "configmaps")]
+        registered = store.cache._live()._watchers
+        before = len(registered)
+        bodies = {output: [asyncio.ensure_future(client.get(url + OUTPUTS[output][1],
+                                                             headers={"Accept": OUTPUTS[output][0]}))
+                           for _ in range(n)]
+                  for output, n in watchers.items()}
+        # Every watch registered before the changes, so each receives them as they are dispatched
+        # (a watch that started late would replay them from the window, encoded for itself).
+        for _ in range(1500):
+            if len(registered) >= before + sum(watchers.values()):
+                break
+            await asyncio.sleep(0.02)
+        assert len(registered) >= before + sum(watchers.values()), "the watches did not start in 30 s"
         created = await store.create("default", {"apiVersion": "v1", "kind": "ConfigMap",
                                                  "metadata": {"name": name}, "data": {"k": "v"}})
         created["data"] = {"k": "w"}
         await store.update("default", name, created)
-        responses = await asyncio.gather(*bodies)
-    return codec_count.count + handler_count.count, [r.content for r in responses]
+        responses = {output: await asyncio.gather(*futures) for output, futures in bodies.items()}
+    return sum(c.count for c in counters), {o: [r.content for r in rs] for o, rs in responses.items()}
 
 
-async def test_one_encode_per_event_whatever_the_watchers(core: GenericAPIServer,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    def patch(name: str) -> tuple[Counting, Counting]:
-        codec_count, handler_count = Counting(orjson, name), Counting(deepjson, name)
+def _check_bodies(output: str, bodies: list[bytes]) -> None:
+    """Every watcher got ADDED then MODIFIED, in the representation it asked for."""
+    for body in bodies:
+        events = [orjson.loads(line) for line in body.splitlines()]
+        assert [e["type"] for e in events] == ["ADDED", "MODIFIED"], body
+        objects = [e["object"] for e in events]
+        if output == "json":
+            assert [o["data"]["k"] for o in objects] == ["v", "w"]
+        elif output == "metadata":
+            assert {o["kind"] for o in objects} == {"PartialObjectMetadata"}
+            assert "data" not in objects[0]
+        else:
+            assert {o["kind"] for o in objects} == {"Table"}
+            assert [len(o["rows"]) for o in objects] == [1, 1]
+            embedded = [o["rows"][0]["object"] for o in objects]
+            if output == "table-object":
+                assert [e["data"]["k"] for e in embedded] == ["v", "w"]
+            else:
+                assert {e["kind"] for e in embedded} == {"PartialObjectMetadata"}
+    # What is shared is what each would have had: the watchers of one output got the same bytes.
+    assert len(set(bodies)) == 1
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], list[Counting | CountingTables]]:
+    def patch(name: str) -> list[Counting | CountingTables]:
+        codec_count, handler_count, table_count = Counting(orjson, name), Counting(deepjson, name), CountingTables(name)
         monkeypatch.setattr(codec_module, "orjson", codec_count)
         monkeypatch.setattr(watch_handler, "deepjson", handler_count)
-        return codec_count, handler_count
+        monkeypatch.setattr(watch_handler, "tables", table_count)
+        return [codec_count, handler_count, table_count]
+    return patch
 
-    one, bodies_one = await encodes_for_watchers(core, 1, patch)
-    many, bodies_many = await encodes_for_watchers(core, 24, patch)
-    for body in [*bodies_one, *bodies_many]:
-        lines = [orjson.loads(line) for line in body.splitlines()]
-        assert [(e["type"], e["object"]["data"]["k"]) for e in lines] == [("ADDED", "v"), ("MODIFIED", "w")]
+
+@pytest.mark.parametrize("output", list(OUTPUTS))
+async def test_one_encode_per_event_whatever_the_watchers(core: GenericAPIServer, output: str,
+                                                          counting: Callable[[str], list[Counting | CountingTables]],
+                                                          ) -> None:
+    one, bodies_one = await encodes_for_watchers(core, {output: 1}, counting)
+    many, bodies_many = await encodes_for_watchers(core, {output: 24}, counting)
+    _check_bodies(output, bodies_one[output])
+    _check_bodies(output, bodies_many[output])
     assert one >= 2  # the count sees the encodes (one per change at least)
-    assert many == one, f"{many} encodes for 24 watchers, {one} for one"
+    assert many == one, f"{many} encodes for 24 {output} watchers, {one} for one"
+
+
+async def test_each_output_encoded_once_beside_the_others(core: GenericAPIServer,
+                                                          counting: Callable[[str], list[Counting | CountingTables]],
+                                                          ) -> None:
+    """Watchers of every output on one event stream: each output costs its own encode, once, whatever
+    the watchers of it and of the others; and each gets its own representation."""
+    one, _ = await encodes_for_watchers(core, {output: 1 for output in OUTPUTS}, counting)
+    many, bodies = await encodes_for_watchers(core, {output: 6 for output in OUTPUTS}, counting)
+    for output, got in bodies.items():
+        _check_bodies(output, got)
+    assert one >= 2 * len(OUTPUTS)
+    assert many == one, f"{many} encodes for 6 watchers of each output, {one} for one of each"
+
+
+async def test_selected_watchers_see_their_own_event_types(core: GenericAPIServer) -> None:
+    """A selector turns a shared event into ADDED or DELETED for its watcher (the object entering or
+    leaving the selection): the shared encodings are per event type, so each watcher still gets its own
+    type, with the same Table row as the others."""
+    name = f"sel-{uuid.uuid4().hex[:8]}"
+    transport = httpx.ASGITransport(app=core.app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://core-api", timeout=60) as client:
+        revision = (await client.get("/api/v1/namespaces/default/configmaps")).json()["metadata"]["resourceVersion"]
+        url = f"/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={revision}&timeoutSeconds=4"
+        store = core.by_resource[("", "configmaps")]
+        registered = store.cache._live()._watchers
+        before = len(registered)
+        plain = [asyncio.ensure_future(client.get(url, headers={"Accept": TABLE})) for _ in range(3)]
+        selected = [asyncio.ensure_future(client.get(url + "&labelSelector=tier%3Dweb", headers={"Accept": TABLE}))
+                    for _ in range(3)]
+        for _ in range(1500):
+            if len(registered) >= before + 6:
+                break
+            await asyncio.sleep(0.02)
+        obj = await store.create("default", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+        obj["metadata"]["labels"] = {"tier": "web"}
+        obj = await store.update("default", name, obj)
+        obj["metadata"]["labels"] = {"tier": "db"}
+        await store.update("default", name, obj)
+        got_plain = [r.content for r in await asyncio.gather(*plain)]
+        got_selected = [r.content for r in await asyncio.gather(*selected)]
+
+    def events(body: bytes) -> list[tuple[str, str, dict[str, str]]]:
+        out = []
+        for line in body.splitlines():
+            event = orjson.loads(line)
+            row = event["object"]["rows"][0]
+            out.append((event["type"], row["cells"][0], row["object"]["metadata"].get("labels", {})))
+        return out
+
+    for body in got_plain:
+        assert events(body) == [("ADDED", name, {}), ("MODIFIED", name, {"tier": "web"}),
+                                ("MODIFIED", name, {"tier": "db"})]
+    for body in got_selected:
+        assert [(t, n) for t, n, _labels in events(body)] == [("ADDED", name), ("DELETED", name)]
+        assert events(body)[0][2] == {"tier": "web"}

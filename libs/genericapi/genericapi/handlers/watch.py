@@ -1,4 +1,11 @@
-"""Streaming watch responses: one JSON event per line, bookmarks, timeouts, 410 on expiry."""
+"""Streaming watch responses: one JSON event per line, bookmarks, timeouts, 410 on expiry.
+
+Serialize once (kube's KEP-1152): an event the cache dispatches carries a small dict of encodings
+(``CacheEvent.encoded``); the first watcher asking for an output (plain JSON, a Table with its
+includeObject, PartialObjectMetadata) makes the event's line and every other watcher asking for the
+same one sends those bytes. Bookmarks, initial events and events replayed from the cache's window
+are each watcher's own, as in kube's cacher.
+"""
 
 from __future__ import annotations
 
@@ -60,16 +67,35 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
 
     meter = WatchEventMeter(info.group, info.version, info.kind)
 
-    def encode(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
+    def render(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
         if out.mode == "table" and obj is not None and event_type != "BOOKMARK":
             table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object,
                                        printer=store.strategy.table_printer)
-            return meter.sent(_event_line(event_type, deepjson.dumps(table)))
+            return _event_line(event_type, deepjson.dumps(table))
         if out.mode == "partial" and obj is not None and event_type != "BOOKMARK":
-            return meter.sent(_event_line(event_type, deepjson.dumps(partial(obj))))
+            return _event_line(event_type, deepjson.dumps(partial(obj)))
         if raw is None:
             raw = deepjson.dumps(obj)
-        return meter.sent(_event_line(event_type, raw))
+        return _event_line(event_type, raw)
+
+    # What decides an event's bytes besides the event: selectors only filter, so they are not in it.
+    # A Table's columns and rows come from the store's printer and includeObject; a plain event's
+    # bytes are the view's (the same for every store on it), PartialObjectMetadata's the object's.
+    output_key: object = ("table", store, out.include_object) if out.mode == "table" else out.mode
+
+    def encode(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
+        return meter.sent(render(event_type, obj, raw))
+
+    def encode_event(event: CacheEvent) -> bytes:
+        """The event's line, made once per (type, output) for every watcher it was dispatched to."""
+        shared = event.encoded
+        if shared is None:  # replayed from the window or an initial event: this watcher's own
+            return meter.sent(render(event.type, event.obj, event.raw))
+        key = (event.type, output_key)
+        line = shared.get(key)
+        if line is None:
+            line = shared[key] = render(event.type, event.obj, event.raw)
+        return meter.sent(line)
 
     async def stream() -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
@@ -88,17 +114,17 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
                     continue
                 if isinstance(item, CacheEvent):
                     # Send what is already waiting in one write (bursts of changes).
-                    chunk = [encode(item.type, item.obj, item.raw)]
+                    chunk = [encode_event(item)]
                     more = watcher.ready_item()
                     while isinstance(more, CacheEvent) and len(chunk) < 256:
-                        chunk.append(encode(more.type, more.obj, more.raw))
+                        chunk.append(encode_event(more))
                         more = watcher.ready_item()
                     yield b"".join(chunk)
                     if more is None:
                         continue
                     item = more
                 if isinstance(item, CacheEvent):
-                    yield encode(item.type, item.obj, item.raw)
+                    yield encode_event(item)
                 elif isinstance(item, Bookmark):
                     if bookmarks:
                         yield encode("BOOKMARK", bookmark_object(store, item.revision,

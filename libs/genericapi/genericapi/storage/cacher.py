@@ -56,7 +56,16 @@ class CachedObject:
 
 @dataclass(slots=True)
 class CacheEvent:
-    """A change as watchers see it. ``prev`` is the object before the change, if any."""
+    """A change as watchers see it. ``prev`` is the object before the change, if any.
+
+    ``encoded`` is kube's cachingObject (KEP-1152 serialize-once): on an event as it is dispatched
+    to the watchers, a dict where whoever serves the event keeps the bytes it made of it, keyed by
+    what decides those bytes (output kind, options), so the next watcher asking for the same thing
+    reuses them. Storage never looks inside. Only dispatched events have one, and it goes with
+    them once every watcher has read them; the window's copies and the initial events of a new
+    watch have none (each watcher encodes those, as kube's cacher does), so no encoding outlives
+    the dispatch of its event.
+    """
 
     type: str  # ADDED, MODIFIED, DELETED
     key: bytes
@@ -64,6 +73,7 @@ class CacheEvent:
     raw: bytes
     prev: dict[str, Any] | None
     revision: int
+    encoded: dict[object, bytes] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,11 +141,13 @@ class CacheWatcher:
             return event if old else None
         if cur and old:
             return event
+        # Same object, another type: the encodings (keyed by type too) are shared with the event's.
         if cur:
-            return CacheEvent("ADDED", event.key, event.obj, event.raw, None, event.revision)
+            return CacheEvent("ADDED", event.key, event.obj, event.raw, None, event.revision, event.encoded)
         if old:
             # The object left the selection: the watcher sees it deleted.
-            return CacheEvent("DELETED", event.key, event.obj, event.raw, event.prev, event.revision)
+            return CacheEvent("DELETED", event.key, event.obj, event.raw, event.prev, event.revision,
+                              event.encoded)
         return None
 
     def terminate(self, error: StorageError | None) -> None:
@@ -259,8 +271,11 @@ class CacheView:
                 dropped = self._events.popleft()
                 self._window_start = dropped.revision
             self.revision = ev.mod_revision
-            for w in tuple(self._watchers):
-                w.offer(event)
+            if self._watchers:
+                # The dispatched copy carries the encodings cache; the window's keeps none.
+                live = CacheEvent(event.type, event.key, event.obj, event.raw, event.prev, event.revision, {})
+                for w in tuple(self._watchers):
+                    w.offer(live)
 
     async def notify_progress(self) -> None:
         async with self._progress:
