@@ -192,7 +192,8 @@ async def test_each_output_encoded_once_beside_the_others(core: GenericAPIServer
 async def test_selected_watchers_see_their_own_event_types(core: GenericAPIServer) -> None:
     """A selector turns a shared event into ADDED or DELETED for its watcher (the object entering or
     leaving the selection): the shared encodings are per event type, so each watcher still gets its own
-    type, with the same Table row as the others."""
+    type, with the same Table row as the others. Leaving the selection is kube's DELETED: the previous
+    object's content at the change's resourceVersion (cacheWatcher.convertToWatchEvent)."""
     name = f"sel-{uuid.uuid4().hex[:8]}"
     transport = httpx.ASGITransport(app=core.app())
     async with httpx.AsyncClient(transport=transport, base_url="http://core-api", timeout=60) as client:
@@ -202,31 +203,40 @@ async def test_selected_watchers_see_their_own_event_types(core: GenericAPIServe
         registered = store.cache._live()._watchers
         before = len(registered)
         plain = [asyncio.ensure_future(client.get(url, headers={"Accept": TABLE})) for _ in range(3)]
-        selected = [asyncio.ensure_future(client.get(url + "&labelSelector=tier%3Dweb", headers={"Accept": TABLE}))
-                    for _ in range(3)]
+        selected = [asyncio.ensure_future(client.get(url + "&labelSelector=tier%3Dweb", headers={"Accept": accept}))
+                    for accept in (TABLE, TABLE, TABLE, "application/json", "application/json")]
         for _ in range(1500):
-            if len(registered) >= before + 6:
+            if len(registered) >= before + 8:
                 break
             await asyncio.sleep(0.02)
-        obj = await store.create("default", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+        obj = await store.create("default", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                                             "data": {"k": "1"}})
         obj["metadata"]["labels"] = {"tier": "web"}
         obj = await store.update("default", name, obj)
+        entered = obj["metadata"]["resourceVersion"]
         obj["metadata"]["labels"] = {"tier": "db"}
-        await store.update("default", name, obj)
+        obj["data"] = {"k": "2"}
+        obj = await store.update("default", name, obj)
+        left = obj["metadata"]["resourceVersion"]
         got_plain = [r.content for r in await asyncio.gather(*plain)]
         got_selected = [r.content for r in await asyncio.gather(*selected)]
 
-    def events(body: bytes) -> list[tuple[str, str, dict[str, str]]]:
+    def events(body: bytes) -> list[tuple[str, str, dict[str, str], str]]:
         out = []
         for line in body.splitlines():
             event = orjson.loads(line)
-            row = event["object"]["rows"][0]
-            out.append((event["type"], row["cells"][0], row["object"]["metadata"].get("labels", {})))
+            obj = event["object"]
+            if obj["kind"] == "Table":
+                obj = obj["rows"][0]["object"]
+            meta = obj["metadata"]
+            out.append((event["type"], meta["name"], meta.get("labels", {}), meta["resourceVersion"]))
         return out
 
     for body in got_plain:
-        assert events(body) == [("ADDED", name, {}), ("MODIFIED", name, {"tier": "web"}),
-                                ("MODIFIED", name, {"tier": "db"})]
+        assert [e[:3] for e in events(body)] == [("ADDED", name, {}), ("MODIFIED", name, {"tier": "web"}),
+                                                 ("MODIFIED", name, {"tier": "db"})]
     for body in got_selected:
-        assert [(t, n) for t, n, _labels in events(body)] == [("ADDED", name), ("DELETED", name)]
-        assert events(body)[0][2] == {"tier": "web"}
+        assert events(body) == [("ADDED", name, {"tier": "web"}, entered), ("DELETED", name, {"tier": "web"}, left)]
+    deleted = orjson.loads(got_selected[-1].splitlines()[1])["object"]
+    assert deleted["data"] == {"k": "1"}  # the content before the change
+    assert len(set(got_selected[:3])) == 1 and len(set(got_selected[3:])) == 1

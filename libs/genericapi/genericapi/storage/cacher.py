@@ -74,6 +74,9 @@ class CacheEvent:
     prev: dict[str, Any] | None
     revision: int
     encoded: dict[object, bytes] | None = None
+    #: The previous object's stored bytes (etcd's prev_kv) on a change: what a watcher whose
+    #: selector the object leaves is sent, decoded at this event's revision.
+    prev_value: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +148,12 @@ class CacheWatcher:
         if cur:
             return CacheEvent("ADDED", event.key, event.obj, event.raw, None, event.revision, event.encoded)
         if old:
-            # The object left the selection: the watcher sees it deleted.
-            return CacheEvent("DELETED", event.key, event.obj, event.raw, event.prev, event.revision,
-                              event.encoded)
+            # The object left the selection: the watcher sees it deleted, as kube's cacheWatcher
+            # sends it: the previous object's content at this event's resourceVersion. (Every
+            # DELETED of a change that is not a delete is this one object: the encodings, keyed by
+            # type, stay shared.)
+            obj, raw = self.cache.left_selection(event)
+            return CacheEvent("DELETED", event.key, obj, raw, event.prev, event.revision, event.encoded)
         return None
 
     def terminate(self, error: StorageError | None) -> None:
@@ -218,6 +224,8 @@ class CacheView:
         self._progress = asyncio.Condition()
         #: Handles (consumers) attached to this view.
         self.handles = 0
+        #: The last left_selection decode (stored bytes, revision, result): one per event dispatched.
+        self._left: tuple[bytes, int, tuple[dict[str, Any], bytes]] | None = None
 
     @property
     def ready(self) -> bool:
@@ -265,7 +273,8 @@ class CacheView:
                 old = self._store.get(ev.key)
                 self._store[ev.key] = CachedObject(ev.key, obj, raw, ev.mod_revision)
                 event = CacheEvent("MODIFIED" if old is not None else "ADDED", ev.key, obj, raw,
-                                   old.obj if old is not None else None, ev.mod_revision)
+                                   old.obj if old is not None else None, ev.mod_revision,
+                                   prev_value=ev.prev_value if old is not None else None)
             self._events.append(event)
             if len(self._events) > self._window:
                 dropped = self._events.popleft()
@@ -273,9 +282,22 @@ class CacheView:
             self.revision = ev.mod_revision
             if self._watchers:
                 # The dispatched copy carries the encodings cache; the window's keeps none.
-                live = CacheEvent(event.type, event.key, event.obj, event.raw, event.prev, event.revision, {})
+                live = CacheEvent(event.type, event.key, event.obj, event.raw, event.prev, event.revision, {},
+                                  event.prev_value)
                 for w in tuple(self._watchers):
                     w.offer(live)
+
+    def left_selection(self, event: CacheEvent) -> tuple[dict[str, Any], bytes]:
+        """What a watcher whose selector ``event``'s object leaves is sent as DELETED: the previous
+        object at the event's revision (kube's convertToWatchEvent), decoded once per event."""
+        memo = self._left
+        if memo is not None and memo[0] is event.prev_value and memo[1] == event.revision:
+            return memo[2]
+        if event.prev_value is None:  # no stored bytes of the previous object: the object as it is
+            return event.obj, event.raw
+        decoded = self._codec.decode(event.prev_value, event.revision)
+        self._left = (event.prev_value, event.revision, decoded)
+        return decoded
 
     async def notify_progress(self) -> None:
         async with self._progress:
