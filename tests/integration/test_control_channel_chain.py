@@ -73,6 +73,15 @@ async def test_a_crd_reaches_the_stream_when_established_and_leaves_when_deleted
                  "versions": [{"name": "v1", "served": True, "storage": True,
                                "schema": {"openAPIV3Schema": {"type": "object"}}}]},
     }
+    # The bound is 1 s on a quiet machine, or 5x what one ConfigMap create through the gateway takes
+    # right now (a CRD is a create plus two status writes and a publish): the machine's load then
+    # stretches both alike, and a poll interval would still show.
+    began = time.perf_counter()
+    status, _headers, body = await asyncio.to_thread(
+        chain.request, "POST", "/api/v1/namespaces/default/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "ctl-baseline-"}})
+    assert status == 201, body
+    bound = max(1.0, 5 * (time.perf_counter() - began))
     created = time.perf_counter()
     status, _headers, body = await asyncio.to_thread(
         chain.request, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
@@ -80,7 +89,7 @@ async def test_a_crd_reaches_the_stream_when_established_and_leaves_when_deleted
     update = await _until(control, updates, "extensions-api", (group, "v1"), True)
     took = time.perf_counter() - created
     print(f"CRD create through the gateway -> in the extensions-api stream: {took * 1000:.0f} ms")
-    assert took < 1.0
+    assert took < bound, (took, bound)
     assert control.routes()[(group, "v1")] == 1
     gadgets = next(item for item in update.apis["items"] if item["metadata"]["name"] == group)
     assert gadgets["versions"][0]["resources"][0]["resource"] == "gadgets"
