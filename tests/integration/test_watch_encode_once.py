@@ -144,6 +144,9 @@ def _check_bodies(output: str, bodies: list[bytes]) -> None:
         else:
             assert {o["kind"] for o in objects} == {"Table"}
             assert [len(o["rows"]) for o in objects] == [1, 1]
+            # kube's watch Table: column definitions on a watch's first event only (NoHeaders after).
+            assert [c["name"] for c in objects[0]["columnDefinitions"]][:1] == ["Name"]
+            assert objects[1]["columnDefinitions"] is None
             embedded = [o["rows"][0]["object"] for o in objects]
             if output == "table-object":
                 assert [e["data"]["k"] for e in embedded] == ["v", "w"]

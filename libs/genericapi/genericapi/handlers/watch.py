@@ -67,10 +67,16 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
 
     meter = WatchEventMeter(info.group, info.version, info.kind)
 
+    # kube's watchEmbeddedEncoder: a Table watch's first event carries the column definitions, every
+    # later one none (TableOptions.NoHeaders, serialized as "columnDefinitions":null).
+    headers_sent = False
+
     def render(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
         if out.mode == "table" and obj is not None and event_type != "BOOKMARK":
             table = tables.build_table(info.group, info.plural, [obj], include_object=out.include_object,
-                                       printer=store.strategy.table_printer)
+                                       printer=store.strategy.table_printer, no_headers=headers_sent)
+            if headers_sent:
+                table["columnDefinitions"] = None
             return _event_line(event_type, deepjson.dumps(table))
         if out.mode == "partial" and obj is not None and event_type != "BOOKMARK":
             return _event_line(event_type, deepjson.dumps(partial(obj)))
@@ -79,22 +85,31 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
         return _event_line(event_type, raw)
 
     # What decides an event's bytes besides the event: selectors only filter, so they are not in it.
-    # A Table's columns and rows come from the store's printer and includeObject; a plain event's
-    # bytes are the view's (the same for every store on it), PartialObjectMetadata's the object's.
-    output_key: object = ("table", store, out.include_object) if out.mode == "table" else out.mode
+    # A Table's columns and rows come from the store's printer, includeObject and whether this is the
+    # watch's first event (headers); a plain event's bytes are the view's (the same for every store
+    # on it), PartialObjectMetadata's the object's.
+    def output_key() -> object:
+        return ("table", store, out.include_object, headers_sent) if out.mode == "table" else out.mode
 
     def encode(event_type: str, obj: dict[str, Any] | None, raw: bytes | None) -> bytes:
-        return meter.sent(render(event_type, obj, raw))
+        nonlocal headers_sent
+        line = render(event_type, obj, raw)
+        headers_sent = True
+        return meter.sent(line)
 
     def encode_event(event: CacheEvent) -> bytes:
         """The event's line, made once per (type, output) for every watcher it was dispatched to."""
+        nonlocal headers_sent
         shared = event.encoded
+        line: bytes | None
         if shared is None:  # replayed from the window or an initial event: this watcher's own
-            return meter.sent(render(event.type, event.obj, event.raw))
-        key = (event.type, output_key)
-        line = shared.get(key)
-        if line is None:
-            line = shared[key] = render(event.type, event.obj, event.raw)
+            line = render(event.type, event.obj, event.raw)
+        else:
+            key = (event.type, output_key())
+            line = shared.get(key)
+            if line is None:
+                line = shared[key] = render(event.type, event.obj, event.raw)
+        headers_sent = True
         return meter.sent(line)
 
     async def stream() -> AsyncIterator[bytes]:
