@@ -12,6 +12,9 @@ a behaviour, so one process serves every case the tests need:
 - ``/failure`` (``Failure`` with a message), ``/failure-nomessage``
 - ``/slow`` (answers after 5 s), ``/error-500`` (plain text 500)
 
+``GET /calls`` answers how many ConversionReviews each mode has answered and how many objects they
+carried (``{"reviews": {mode: n}, "objects": {mode: n}}``): what tests count conversions with.
+
 Run ``python conversion_webhook.py --cert C --key K`` (prints ``READY <port>``) or use
 ``WebhookProcess.start``. ``make_pki`` writes a CA and a serving certificate for given names.
 """
@@ -23,11 +26,13 @@ import asyncio
 import base64
 import datetime
 import ipaddress
+import json
 import os
 import socket
 import ssl
 import subprocess
 import sys
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,16 +161,25 @@ def answer(mode: str, review: dict[str, Any]) -> dict[str, Any]:
 async def serve(cert: str, key: str, port: int) -> None:
     from aiohttp import web  # the server's own process only
 
+    reviews: dict[str, int] = {}
+    objects: dict[str, int] = {}
+
+    async def calls(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"reviews": reviews, "objects": objects})
+
     async def handle(request: web.Request) -> web.StreamResponse:
         mode = request.path.strip("/") or "convert"
+        reviews[mode] = reviews.get(mode, 0) + 1
         if mode == "slow":
             await asyncio.sleep(5)
         if mode == "error-500":
             return web.Response(status=500, text="boom", content_type="text/plain")
         review = await request.json()
+        objects[mode] = objects.get(mode, 0) + len((review.get("request") or {}).get("objects") or [])
         return web.json_response(answer(mode, review))
 
     app = web.Application()
+    app.router.add_route("GET", "/calls", calls)
     app.router.add_route("POST", "/{tail:.*}", handle)
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
@@ -188,9 +202,10 @@ class WebhookProcess:
     pki: Pki
 
     @classmethod
-    def start(cls, pki: Pki) -> WebhookProcess:
-        proc = subprocess.Popen([sys.executable, __file__, "--cert", pki.cert_file, "--key", pki.key_file],
-                                stdout=subprocess.PIPE, text=True)
+    def start(cls, pki: Pki, port: int = 0) -> WebhookProcess:
+        """Started on ``port`` (0: a free one); a stopped webhook comes back at its URL with its port."""
+        proc = subprocess.Popen([sys.executable, __file__, "--cert", pki.cert_file, "--key", pki.key_file,
+                                 "--port", str(port)], stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         line = proc.stdout.readline()  # the child prints READY <port> once listening (or dies)
         if not line.startswith("READY "):
@@ -201,6 +216,13 @@ class WebhookProcess:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    def calls(self) -> dict[str, dict[str, int]]:
+        """The ConversionReviews answered so far, and the objects in them, by mode (``GET /calls``)."""
+        ctx = ssl.create_default_context(cadata=self.pki.ca_pem.decode())
+        with urllib.request.urlopen(f"{self.url}/calls", context=ctx, timeout=10) as r:
+            counts: dict[str, dict[str, int]] = json.loads(r.read())
+        return counts
 
     def stop(self) -> None:
         self.process.terminate()

@@ -11,6 +11,9 @@ cache (which holds objects decoded at the served version) does: a webhook may ch
 ``selectableFields`` are paths of the served version's schema. ``metadata.name``/``namespace``
 never change in conversion. A watch event that fails to convert ends the watch with an ERROR
 event (an InternalError Status, as kube's etcd watcher sends for an object it cannot decode).
+Watch events are converted once per event for every watcher of the version, and encoded once
+(``cr_watch_conversions``); an object leaving a watcher's selection is sent DELETED with its
+previous content at the change's resourceVersion, as kube's cacheWatcher does.
 
 Not done: objects stored at an older storage version do not get that version's defaults before
 conversion (the None strategy's codec applies them; this store has only the served schema).
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -34,10 +36,10 @@ from genericapi.storage.errors import StorageError
 from genericapi.storage.etcd import KeyValue
 
 from .conversion import CRConverter
+from .cr_watch_conversions import Convert, EventConversions
 
 log = logging.getLogger(__name__)
 
-Convert = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]]
 _PAGE = 100  # objects read per round when a selector filters a limited list
 
 
@@ -51,6 +53,8 @@ class ConvertingStore(Store):
         schema = getattr(self.strategy, "schema", None)
         has_defaults = schema is not None and b'"default"' in deepjson.dumps(getattr(schema, "schema", None))
         self._read_defaults = schema if has_defaults else None
+        #: Watch events converted once for every watcher of this version.
+        self.conversions = EventConversions(self.to_served, self.info.version)
 
     async def to_served(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         converted = await self.converter.convert(objs, self.info.version)
@@ -114,17 +118,26 @@ class ConvertingStore(Store):
 
     async def watch(self, namespace: str, opts: ListOptions) -> CacheWatcher:
         inner = await super().watch(namespace, replace(opts, predicate=None))
-        return ConvertingWatcher(inner, self.to_served, opts.predicate)
+        return ConvertingWatcher(inner, self.to_served, opts.predicate, self.conversions)
+
+    async def stop(self) -> None:
+        self.conversions.stop()
+        await super().stop()
 
 
 class ConvertingWatcher(CacheWatcher):
-    """A client watch whose events are converted (then selected) one at a time as the client reads them."""
+    """A client watch whose events are converted (then selected) as the client reads them.
 
-    def __init__(self, inner: CacheWatcher, convert: Convert, select: Predicate | None = None) -> None:
+    Conversions go through the store's ``EventConversions``: every watcher of this version waiting
+    for the same event shares one conversion (one webhook call) and its encodings.
+    """
+
+    def __init__(self, inner: CacheWatcher, convert: Convert, select: Predicate | None = None,
+                 conversions: EventConversions | None = None) -> None:
         super().__init__(inner.cache, inner.predicate)
         self._inner = inner
-        self._convert = convert
         self._select = select
+        self._conversions = conversions if conversions is not None else EventConversions(convert, "", size=16)
 
     async def next_item(self, wait: float | None) -> WatchItem | None:
         while True:
@@ -143,24 +156,28 @@ class ConvertingWatcher(CacheWatcher):
 
     async def _converted(self, item: CacheEvent) -> CacheEvent | None:
         """The event at the served version, as the selector sees it (None when it does not concern this watch)."""
+        conv = await self._conversions.event(item, with_prev=self._select is not None)
+        obj, raw, encoded = conv.obj, conv.raw, conv.encoded
         if self._select is None:
-            obj = (await self._convert([item.obj]))[0]
-            return CacheEvent(item.type, item.key, obj, deepjson.dumps(obj), item.prev, item.revision)
-        both = await self._convert([item.obj] if item.prev is None else [item.obj, item.prev])
-        obj, prev = both[0], (both[1] if len(both) > 1 else None)
+            return CacheEvent(item.type, item.key, obj, raw, item.prev, item.revision, encoded)
+        prev = conv.prev
         cur = item.type != "DELETED" and self._select(obj)
         old = prev is not None and self._select(prev)
-        kind = item.type
+        # For one (key, revision) each type is one object, so the encodings (keyed by type) are shared.
         if item.type == "DELETED":
             if not old and not self._select(obj):
                 return None
-        elif cur and not old:
-            kind, prev = "ADDED", None
-        elif old and not cur:
-            kind = "DELETED"  # the object left the selection
-        elif not cur:
+            return CacheEvent("DELETED", item.key, obj, raw, prev, item.revision, encoded)
+        if cur and not old:
+            return CacheEvent("ADDED", item.key, obj, raw, None, item.revision, encoded)
+        if old and not cur:
+            # The object left the selection: DELETED with the previous object's content at this
+            # event's resourceVersion, as kube's cacheWatcher sends it.
+            left, left_raw = conv.left_selection(item.revision)
+            return CacheEvent("DELETED", item.key, left, left_raw, prev, item.revision, encoded)
+        if not cur:
             return None
-        return CacheEvent(kind, item.key, obj, deepjson.dumps(obj), prev, item.revision)
+        return CacheEvent(item.type, item.key, obj, raw, prev, item.revision, encoded)
 
     def ready_item(self) -> WatchItem | None:
         return None  # every event needs an await to convert: the handler asks with next_item
