@@ -95,8 +95,6 @@ class EventConversions:
         self._size = size
         self._entries: OrderedDict[tuple[bytes, int, str], _Entry] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
-        #: ConversionReview batches started (what the tests and the bench read).
-        self.conversions = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -139,7 +137,6 @@ class EventConversions:
 
     def _start(self, key: tuple[bytes, int, str], entry: _Entry, objs: list[dict[str, Any]],
                obj_fut: asyncio.Future[dict[str, Any]] | None, prev_fut: asyncio.Future[dict[str, Any]] | None) -> None:
-        self.conversions += 1
         task = asyncio.get_running_loop().create_task(self._run(key, entry, objs, obj_fut, prev_fut))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -170,7 +167,6 @@ class EventConversions:
                 fut.set_result(obj)
 
     def stop(self) -> None:
-        """The store stops: pending conversions end (their watchers with them), nothing is kept."""
-        for task in tuple(self._tasks):
-            task.cancel()
+        """The store stops: nothing is kept. A conversion under way finishes (within the webhook's
+        timeout) for the watchers waiting on it, which end with the store's cache as usual."""
         self._entries.clear()
