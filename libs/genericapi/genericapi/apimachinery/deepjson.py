@@ -184,51 +184,54 @@ def _heights(root: Any) -> dict[int, int]:
 def _fragment_dumps(obj: Any, option: int) -> bytes:
     """orjson's compact bytes for a value of any depth: every subtree that reaches ``_ORJSON_HEIGHT``
     levels (counting from the last such cut below it) is written by orjson and stands in its parent
-    as an ``orjson.Fragment`` (bytes orjson copies verbatim and does not count as depth). Two passes
-    over the non-empty containers (a post-order list, then bottom-up heights), each container copied at
-    most once (those above a cut), so the Python work is linear in the document's size; the bytes
-    are orjson's (its own errors too: a refused key or value raises from the chunk that holds it)."""
-    # Post-order (children before their parents), each container once by id: a value that holds the
-    # same container in several places (a shared subtree) is walked once, not once per path to it.
-    order: list[Any] = []
-    seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(obj, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend([(child, False) for child in (node.values() if isinstance(node, dict) else node)
-                      if child and isinstance(child, (dict, list)) and id(child) not in seen])
+    as an ``orjson.Fragment`` (bytes orjson copies verbatim and does not count as depth); a container
+    above a cut is copied once, holding its children's stand-ins. One walk, each container visited
+    once by id (a value holding the same container in several places is linear, not exponential),
+    so the Python work is linear in the document's size; the bytes are orjson's (its own errors too:
+    a refused key or value raises from the chunk that holds it).
+
+    The walk recurses, one frame per level: about twice as fast as an explicit stack of work items,
+    and the recursion limit ``allow_deep_recursion`` sets leaves room for five times ``MAX_DEPTH``
+    (past that, orjson's own refusal of a value nested too deep)."""
     sub_option = option & ~orjson.OPT_APPEND_NEWLINE  # every option but the final newline holds inside
-    heights: dict[int, int] = {}
-    swapped: dict[int, Any] = {}  # by id: the node's stand-in (a Fragment, or a copy holding Fragments)
-    for node in order:
-        key = id(node)
-        height = 1
-        changed = False
-        for child in node.values() if isinstance(node, dict) else node:
-            if child and isinstance(child, (dict, list)):
-                child_key = id(child)
-                below = heights[child_key]
-                if below >= height:
-                    height = below + 1
-                if child_key in swapped:
-                    changed = True
-        if changed:
-            node = ({k: swapped.get(id(v), v) for k, v in node.items()} if isinstance(node, dict)
-                    else [swapped.get(id(v), v) for v in node])
-        if height >= _ORJSON_HEIGHT:
-            swapped[key] = orjson.Fragment(orjson.dumps(node, option=sub_option))
-            height = 0
-        elif changed:
-            swapped[key] = node
-        heights[key] = height
-    return orjson.dumps(swapped.get(id(obj), obj), option=option)
+    try:
+        _, standin = _stand_in(obj, {}, sub_option)
+    except RecursionError:
+        raise orjson.JSONEncodeError("Recursion limit reached") from None
+    return orjson.dumps(standin, option=option)
+
+
+def _stand_in(node: Any, seen: dict[int, tuple[int, Any]], option: int) -> tuple[int, Any]:
+    """(height below the last cut, what is written in ``node``'s place) for a non-empty container:
+    ``node`` itself, a copy holding its children's stand-ins, or (at ``_ORJSON_HEIGHT``) a Fragment."""
+    key = id(node)
+    found = seen.get(key)
+    if found is not None:
+        return found
+    height = 1
+    swapped: dict[Any, Any] | None = None
+    for index, child in node.items() if isinstance(node, dict) else enumerate(node):
+        if child and isinstance(child, (dict, list)):
+            below, standin = _stand_in(child, seen, option)
+            if below >= height:
+                height = below + 1
+            if standin is not child:
+                if swapped is None:
+                    swapped = {}
+                swapped[index] = standin
+    written = node
+    if swapped is not None:  # a copy made in C (a comprehension is a function call per level)
+        if isinstance(node, dict):
+            written = dict(node)
+            written.update(swapped)
+        else:
+            written = list(node)
+            for index, standin in swapped.items():
+                written[index] = standin
+    result = (0, orjson.Fragment(orjson.dumps(written, option=option))) if height >= _ORJSON_HEIGHT \
+        else (height, written)
+    seen[key] = result
+    return result
 
 
 def _walk_dumps(obj: Any, option: int) -> bytes:

@@ -122,15 +122,35 @@ class Store:
         return apierrors.not_found(self.info.group, self.info.plural, name)
 
     # -- reads ----------------------------------------------------------------------------
-    async def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], KeyValue]:
+    def _decode(self, kv: KeyValue) -> dict[str, Any]:
+        """The stored object of ``kv`` at its revision: a new object on every call, decoded from
+        the bytes already held. A write's private copy of the stored object is made so: parsing is
+        cheaper than ``copy.deepcopy`` at any size (about 20x at 10,000 levels, where deepcopy
+        recurses in Python), and ``codec.decode`` would also serialize the object again."""
+        obj = self.codec.from_storage(deepjson.loads(kv.value))
+        obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
+        return obj
+
+    async def _read_kv(self, namespace: str, name: str) -> KeyValue:
         try:
             kv, _ = await self.client.get(self.key(namespace, name))
         except serrors.StorageError as err:
             raise self._err(err, name, operation="get") from err
         if kv is None:
             raise self._not_found(name)
-        obj, _raw = self.codec.decode(kv.value, kv.mod_revision)
-        return obj, kv
+        return kv
+
+    async def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], KeyValue]:
+        kv = await self._read_kv(namespace, name)
+        return self._decode(kv), kv
+
+    def _private_copy(self, read: dict[str, Any], kv: KeyValue) -> dict[str, Any]:
+        """A copy of ``read`` (what ``_read`` returned with ``kv``) that a write may change: decoded
+        again from ``kv`` when ``_read`` is this class's, else a deep copy (a subclass's ``_read``
+        may transform what it decodes, as the custom resource store's conversion webhook does)."""
+        if type(self)._read is Store._read:
+            return self._decode(kv)
+        return copy.deepcopy(read)
 
     async def get(self, namespace: str, name: str, resource_version: str = "") -> dict[str, Any]:
         if resource_version == "0" and self.cache.ready:
@@ -383,7 +403,7 @@ class Store:
             if old_view is not None and not view_from_parent:
                 new = produce(copy.deepcopy(old_view))
             else:
-                new = produce(copy.deepcopy(old))
+                new = produce(self._private_copy(old, kv))
                 if view is not None:
                     base, new = new, view.to_view(new)
             if not isinstance(new.get("metadata"), dict):
@@ -404,7 +424,7 @@ class Store:
                 await self.admission.admit(attrs)
                 new = attrs.obj if attrs.obj is not None else new
             if view is not None:
-                new = view.to_parent(copy.deepcopy(base), new)
+                new = view.to_parent(self._private_copy(old, kv) if base is old else copy.deepcopy(base), new)
             produced = new
             new = self._prepare_update(namespace, name, new, old, subresource)
             self.fields.track(old, new, writer, produced)
@@ -430,7 +450,7 @@ class Store:
         field tracking runs: ``pods/binding`` writes spec.nodeName and a status condition so."""
         for _ in range(_CONFLICT_RETRIES):
             old, kv = await self._read(namespace, name)
-            new = mutate(copy.deepcopy(old))
+            new = mutate(self._private_copy(old, kv))
             if dry_run:
                 return new
             try:

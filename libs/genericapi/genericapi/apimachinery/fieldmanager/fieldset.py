@@ -6,6 +6,11 @@ member, ``{".": {}, ...}`` a member that also has members below it, as kube writ
 invariant also makes emptiness an O(1) test (``members or children``): the operations below and
 the walkers in ``typed`` build only from non-empty parts, so a deep set (a 10,000-level custom
 resource) costs time linear in its size, not quadratic as a walk per level would.
+
+A set is never changed once the code that builds it hands it on, so the operations share the
+parts of their operands that come out unchanged (a union keeps a child only one side has, a
+difference keeps a child the other side does not touch) instead of copying them: a set as deep
+as a 10,000-level custom resource is walked only where both operands have it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ class FieldSetError(ValueError):
 
 
 class FieldSet:
-    """A set of paths; operations return new sets and never share mutable children."""
+    """A set of paths. Operations return sets that may share parts with their operands: change
+    only a set you built (``FieldSet()``, ``of``, ``insert``) before handing it on."""
 
     __slots__ = ("children", "members")
 
@@ -57,9 +63,10 @@ class FieldSet:
 
     # -- queries --------------------------------------------------------------------------
     def empty(self) -> bool:
-        """No member anywhere (a walk; the operations below test ``members or children`` of the
-        sets they build instead, which the invariant makes equivalent and O(1))."""
-        return not self.members and all(c.empty() for c in self.children.values())
+        """No member anywhere: O(1), since no set keeps an empty child (every way of building one
+        below keeps that invariant). A walk was a generator per level, and CPython 3.11 makes each
+        generator resumed that deep cost time in proportion to the depth: quadratic at 10,000 levels."""
+        return not self.members and not self.children
 
     def has(self, path: Path) -> bool:
         node = self
@@ -88,22 +95,26 @@ class FieldSet:
 
     # -- algebra --------------------------------------------------------------------------
     def copy(self) -> FieldSet:
+        """A copy sharing nothing with this set (to change it)."""
         out = FieldSet()
         out.members = set(self.members)
-        out.children = {pe: c.copy() for pe, c in self.children.items()}
+        children = out.children
+        for pe, child in self.children.items():
+            children[pe] = child.copy()
         return out
 
     def union(self, other: FieldSet) -> FieldSet:
+        if not other.members and not other.children:
+            return self
+        if not self.members and not self.children:
+            return other
         out = FieldSet()
         out.members = self.members | other.members
-        for pe in self.children.keys() | other.children.keys():
-            a, b = self.children.get(pe), other.children.get(pe)
-            if a is not None and b is not None:
-                merged = a.union(b)
-                if merged.members or merged.children:  # its children are non-empty: O(1), not a walk
-                    out.children[pe] = merged
-            else:
-                out.children[pe] = (a or b).copy()  # type: ignore[union-attr]  # a kept child is non-empty
+        children = out.children = dict(self.children)
+        for pe, b in other.children.items():
+            a = children.get(pe)
+            # Both non-empty, so is their union: O(1) to keep, not a walk.
+            children[pe] = b if a is None else a.union(b)
         return out
 
     def intersection(self, other: FieldSet) -> FieldSet:
@@ -119,11 +130,13 @@ class FieldSet:
 
     def difference(self, other: FieldSet) -> FieldSet:
         """Paths of self not in other (children compared path by path, as ``Set.Difference``)."""
+        if not other.members and not other.children:
+            return self
         out = FieldSet()
         out.members = self.members - other.members
         for pe, a in self.children.items():
             b = other.children.get(pe)
-            rest = a.difference(b) if b is not None else a.copy()
+            rest = a.difference(b) if b is not None else a
             if rest.members or rest.children:
                 out.children[pe] = rest
         return out
@@ -136,7 +149,7 @@ class FieldSet:
             if pe in other.members:
                 continue
             b = other.children.get(pe)
-            rest = a.recursive_difference(b) if b is not None else a.copy()
+            rest = a.recursive_difference(b) if b is not None else a
             if rest.members or rest.children:
                 out.children[pe] = rest
         return out
@@ -145,7 +158,8 @@ class FieldSet:
     def to_json(self) -> dict[str, Any]:
         """The ``fieldsV1`` object, keys in kube's order."""
         out: dict[str, Any] = {}
-        for pe in sorted(self.members | set(self.children), key=pathelement.sort_key):
+        names = self.members | self.children.keys()
+        for pe in sorted(names, key=pathelement.sort_key) if len(names) > 1 else names:
             sub = self.children.get(pe)
             if sub is None:
                 out[pe] = {}

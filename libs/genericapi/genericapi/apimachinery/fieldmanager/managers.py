@@ -195,15 +195,26 @@ _STRIP_META = _STRIP.children["f:metadata"].members
 
 
 def _strip(managed: Managed) -> None:
-    """``stripMetaManager``: nobody owns identity and system metadata (in place)."""
+    """``stripMetaManager``: nobody owns identity and system metadata (the entries change, their
+    sets are replaced, never changed: sets share parts with the sets they were made from)."""
     for ident in list(managed):
-        fields = managed[ident].fields
-        fields.members -= _STRIP_ROOT
+        entry = managed[ident]
+        fields = entry.fields
         meta = fields.children.get("f:metadata")
-        if meta is not None:
-            meta.members -= _STRIP_META
-            if meta.empty():
-                del fields.children["f:metadata"]
+        if not fields.members.isdisjoint(_STRIP_ROOT) or (meta is not None
+                                                           and not meta.members.isdisjoint(_STRIP_META)):
+            stripped = FieldSet()
+            stripped.members = fields.members - _STRIP_ROOT
+            stripped.children = dict(fields.children)
+            if meta is not None:
+                kept = FieldSet()
+                kept.members = meta.members - _STRIP_META
+                kept.children = meta.children
+                if kept.empty():
+                    del stripped.children["f:metadata"]
+                else:
+                    stripped.children["f:metadata"] = kept
+            fields = entry.fields = stripped
         if fields.empty():
             del managed[ident]
 
