@@ -3,20 +3,21 @@
 A CRD whose spec has ``x-kubernetes-preserve-unknown-fields`` stores any JSON the decoder takes;
 kube-apiserver then returns it from every verb. Before the encoders went through
 ``deepjson.dumps`` such an object was created in etcd but every answer carrying it was a 500.
-Each verb is exercised at 300 levels and at kubechain's request limit (1,000): create, get, list,
-watch, JSON patch, merge patch, strategic merge patch (a 415 for custom resources, as kube) and
-server-side apply, each read back.
+Each verb is exercised at 300 levels and at kube's decoder limit (10,000), on one object per depth:
+create, get, list, watch, JSON patch, merge patch, strategic merge patch (a 415 for custom resources,
+as kube) and server-side apply, each read back; one level more is kube's 400 with Go's scanner text.
+The documents are built, sent and read with ``deepjson`` (importing it gives this process the
+recursion limit and stack that 10,000 levels need, as the services).
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from genericapi.apimachinery import deepjson
 from support.procs import ChainHandle
 
 pytestmark = pytest.mark.integration
@@ -50,16 +51,12 @@ spec:
 
 @pytest.fixture(scope="module")
 def deep_crd(chain: ChainHandle) -> Iterator[None]:
-    # The test process parses and builds the deep documents with the standard library too.
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 20_000))
     chain.kubectl("create", "namespace", NS)
     chain.kubectl("apply", "-f", "-", input=CRD)
     chain.kubectl("wait", "--for", "condition=Established", f"crd/deeps.{GROUP}", "--timeout=20s")
     yield
     chain.kubectl("delete", "namespace", NS, "--wait=false")
     chain.kubectl("delete", "crd", f"deeps.{GROUP}", "--wait=false")
-    sys.setrecursionlimit(old_limit)
 
 
 def nested(levels: int, leaf: Any) -> Any:
@@ -94,12 +91,14 @@ def deep_object(name: str, levels: int, value: Any) -> dict[str, Any]:
             "spec": {"x": nested(levels - 3, {"v": value})}}
 
 
-def send(chain: ChainHandle, method: str, path: str, doc: Any, ctype: str = "application/json") -> tuple[int, Any]:
-    status, _h, body = chain.request(method, path, raw=json.dumps(doc).encode(), headers={"Content-Type": ctype})
-    return status, json.loads(body) if body else None
+def send(chain: ChainHandle, method: str, path: str, doc: Any = None,
+         ctype: str = "application/json") -> tuple[int, Any]:
+    raw = deepjson.dumps(doc) if doc is not None else None
+    status, _h, body = chain.request(method, path, raw=raw, headers={"Content-Type": ctype} if raw else None)
+    return status, deepjson.loads(body) if body else None
 
 
-@pytest.mark.parametrize("levels", [300, 1_000])
+@pytest.mark.parametrize("levels", [300, deepjson.MAX_DEPTH])
 def test_every_verb_serves_a_deep_custom_resource(chain: ChainHandle, deep_crd: None, levels: int) -> None:
     name = f"deep-{levels}"
     obj = deep_object(name, levels, "created")
@@ -109,12 +108,12 @@ def test_every_verb_serves_a_deep_custom_resource(chain: ChainHandle, deep_crd: 
     assert status == 201, str(body)[:500]
     assert leaf(body) == {"v": "created"} and depth(body["spec"]) == levels - 1
 
-    status, body = chain.json("GET", f"{BASE}/{name}")
+    status, body = send(chain, "GET", f"{BASE}/{name}")
     assert status == 200, str(body)[:500]
     assert leaf(body) == {"v": "created"}
     rv = body["metadata"]["resourceVersion"]
 
-    status, body = chain.json("GET", BASE)
+    status, body = send(chain, "GET", BASE)
     assert status == 200, str(body)[:500]
     assert [leaf(item) for item in body["items"] if item["metadata"]["name"] == name] == [{"v": "created"}]
 
@@ -122,7 +121,7 @@ def test_every_verb_serves_a_deep_custom_resource(chain: ChainHandle, deep_crd: 
     status, _h, raw = chain.request("GET", f"{BASE}?watch=1&resourceVersion=0&fieldSelector=metadata.name%3D{name}"
                                     "&timeoutSeconds=2")
     assert status == 200, raw[:500]
-    events = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    events = [deepjson.loads(line) for line in raw.splitlines() if line.strip()]
     assert [(e["type"], leaf(e["object"])) for e in events] == [("ADDED", {"v": "created"})], raw[:500]
 
     # A JSON patch at the deepest point (a shallow body).
@@ -151,17 +150,17 @@ def test_every_verb_serves_a_deep_custom_resource(chain: ChainHandle, deep_crd: 
     assert leaf(body) == {"v": "applied"}
     assert any(m["manager"] == "deep-test" and m["operation"] == "Apply" for m in body["metadata"]["managedFields"])
 
-    status, body = chain.json("GET", f"{BASE}/{name}")
+    status, body = send(chain, "GET", f"{BASE}/{name}")
     assert status == 200 and leaf(body) == {"v": "applied"}
 
-    status, body = chain.json("DELETE", f"{BASE}/{name}")
+    status, body = send(chain, "DELETE", f"{BASE}/{name}")
     assert status == 200, str(body)[:500]
 
 
 def test_a_deep_custom_resource_is_watched_as_it_changes(chain: ChainHandle, deep_crd: None) -> None:
     """A live watch (not a replay) carries the deep object on ADDED, MODIFIED and DELETED."""
     name = "deep-watched"
-    status, body = chain.json("GET", BASE)
+    status, body = send(chain, "GET", BASE)
     assert status == 200
     rv = body["metadata"]["resourceVersion"]
     req = urllib.request.Request(
@@ -172,12 +171,33 @@ def test_a_deep_custom_resource_is_watched_as_it_changes(chain: ChainHandle, dee
         status, body = send(chain, "PATCH", f"{BASE}/{name}", [{"op": "add", "path": "/metadata/labels",
                                                                 "value": {"k": "v"}}], "application/json-patch+json")
         assert status == 200, str(body)[:500]
-        status, body = chain.json("DELETE", f"{BASE}/{name}")
+        status, body = send(chain, "DELETE", f"{BASE}/{name}")
         assert status == 200, str(body)[:500]
         seen = []
         for line in stream:
-            event = json.loads(line)
+            event = deepjson.loads(line)
             seen.append((event["type"], leaf(event["object"])))
             if event["type"] == "DELETED":
                 break
     assert seen == [("ADDED", {"v": "one"}), ("MODIFIED", {"v": "one"}), ("DELETED", {"v": "one"})]
+
+
+def test_one_level_past_kubes_limit_is_a_400_with_gos_scanner_text(chain: ChainHandle, deep_crd: None) -> None:
+    """kube's decoder refuses a body nested 10,001 deep (sigs.k8s.io/json's scanner, ``maxNestingDepth``)."""
+    too_deep = deepjson.MAX_DEPTH + 1
+    status, _h, body = chain.request("POST", BASE, raw=deepjson.dumps(deep_object("too-deep", too_deep, "x")))
+    assert status == 400, body[:500]
+    assert b"json parse error: invalid character '{' exceeded max depth" in body, body[:500]
+    status, got = send(chain, "GET", f"{BASE}/too-deep")
+    assert status == 404, str(got)[:500]
+    # A merge patch that deep is refused the same way, the object unchanged.
+    status, got = send(chain, "POST", BASE, deep_object("patched-too-deep", 10, "kept"))
+    assert status == 201, str(got)[:500]
+    status, _h, body = chain.request("PATCH", f"{BASE}/patched-too-deep",
+                                     raw=deepjson.dumps({"spec": {"x": nested(too_deep - 3, {"v": 1})}}),
+                                     headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 400, body[:500]
+    assert b"invalid character '{' exceeded max depth" in body, body[:500]
+    status, got = send(chain, "GET", f"{BASE}/patched-too-deep")
+    assert status == 200 and leaf(got) == {"v": "kept"}, str(got)[:500]
+    send(chain, "DELETE", f"{BASE}/patched-too-deep")

@@ -164,11 +164,10 @@ def _decode_json(body: bytes, detect_duplicates: bool, kind: str) -> tuple[Any, 
     return value, [f'duplicate field "{p}"' for p in paths]
 
 
-#: Nesting a request body may have; one level more is a 400 with Go's scanner text. kube's decoder
-#: allows ``deepjson.MAX_DEPTH`` (10,000): bodies that deep decode here, but serializing, merging and
-#: field-tracking such objects is not yet safe everywhere (a 10,000-deep merge patch ran for minutes),
-#: so requests stay refused past 1,000 levels until every encoder goes through deepjson.
-MAX_JSON_DEPTH = 1_000
+#: Nesting a request body may have, as kube's decoder (``deepjson.MAX_DEPTH``, 10,000); one level more
+#: is a 400 with Go's scanner text. Every verb serves an object that deep in a second or two: the
+#: encoders, patches and field tracking are linear in depth (tests/integration/test_deep_custom_resources.py).
+MAX_JSON_DEPTH = deepjson.MAX_DEPTH
 
 
 def _too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
@@ -189,12 +188,18 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
+    """Whether any key or string holds a lone surrogate (iterative: a body may nest 10,000 deep)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if _LONE_SURROGATE.search(node) is not None:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
     return False
 
 
