@@ -135,9 +135,11 @@ def test_watchers_of_one_version_share_each_events_conversion(chain: ChainHandle
     writes = 6
     one = _conversions_for(chain, hook, group, ns, base, 1, writes)
     eight = _conversions_for(chain, hook, group, ns, base, 8, writes)
-    # One ConversionReview per change whatever the number of watchers (before: one per watcher per change).
-    assert eight == one, f"1 watcher: {one} ConversionReviews for {writes} changes; 8 watchers: {eight}"
-    assert one <= writes + 1, f"{one} ConversionReviews for {writes} changes with one watcher"
+    # One ConversionReview per change whatever the number of watchers (before: one per watcher per
+    # change, 6 and 48). Other readers of v2 may add a review of their own: the garbage collector's
+    # informer lists the served version (one review for the list) when it picks up a new CRD.
+    counts = f"1 watcher: {one} ConversionReviews for {writes} changes; 8 watchers: {eight}"
+    assert writes <= one <= writes + 1 and writes <= eight <= writes + 1, counts
     chain.kubectl("delete", "crd", f"backends.{group}")
 
 
