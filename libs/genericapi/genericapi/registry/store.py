@@ -52,6 +52,7 @@ _GENERATE_NAME_ATTEMPTS = 8
 #: Unpinned updates (patches without a resourceVersion) retry on conflict like etcd3's
 #: GuaranteedUpdate; the bound only stops a pathological livelock.
 _CONFLICT_RETRIES = 200
+_LIST_EXPIRED = "The resourceVersion for the provided list is too old."
 _CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "
     "start a new list without the continue parameter, or use the continue token in this "
@@ -236,10 +237,13 @@ class Store:
                     more = False
                     break
                 start = kvs[-1].key + b"\0"
+        except serrors.FutureRevisionRefusedError as err:
+            raise self._err(err, operation="list") from err
         except serrors.TooOldRevisionError as err:
             if opts.continue_token:
                 raise apierrors.resource_expired(_CONTINUE_EXPIRED) from err
-            raise self._err(err, operation="list") from err
+            # etcd compacted it: kube's etcd3 store (interpretListError) words it so.
+            raise apierrors.resource_expired(_LIST_EXPIRED) from err
         except serrors.StorageError as err:
             raise self._err(err, operation="list") from err
         result = ListResult(out, revision)

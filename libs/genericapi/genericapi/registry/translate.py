@@ -20,6 +20,9 @@ def to_api_error(err: serrors.StorageError, info: ResourceInfo, name: str = "",
         return apierrors.not_found(info.group, info.plural, name)
     if isinstance(err, serrors.RevisionConflictError):
         return apierrors.optimistic_lock(info.group, info.plural, name)
+    if isinstance(err, serrors.FutureRevisionRefusedError):
+        # kube's ErrorToAPIStatus for an error that is no Status: 500, no reason, the error's text.
+        return apierrors.APIError(500, "", str(err))
     if isinstance(err, serrors.TooOldRevisionError):
         return apierrors.resource_expired(
             f"too old resource version: {err.requested} ({err.oldest})")

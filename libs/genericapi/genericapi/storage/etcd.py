@@ -20,7 +20,13 @@ import aetcd
 import grpc
 from aetcd import rpc
 
-from .errors import KeyExistsError, KeyNotFoundError, RevisionConflictError, TooOldRevisionError
+from .errors import (
+    FutureRevisionRefusedError,
+    KeyExistsError,
+    KeyNotFoundError,
+    RevisionConflictError,
+    TooOldRevisionError,
+)
 from .errors import UnavailableError as StorageUnavailable
 from .instrumentation import EtcdInstruments, recorded
 from .value import PrefixTransformers
@@ -138,7 +144,7 @@ def _revision(revision: int) -> int:
     """``revision`` for a request: etcd's revisions are int64, so one past that is a future revision
     etcd would refuse (answered as etcd's own refusal, never a protobuf ValueError)."""
     if revision > 2**63 - 1:
-        raise TooOldRevisionError(revision, 0)
+        raise FutureRevisionRefusedError(revision)
     return revision
 
 class EtcdClient:
@@ -236,7 +242,10 @@ class EtcdClient:
                 client = await self._connect()
                 return await getattr(client.kvstub, method)(request, timeout=self._timeout)
             except grpc.aio.AioRpcError as err:
-                if err.code() == grpc.StatusCode.OUT_OF_RANGE or "compacted" in (err.details() or ""):
+                details = err.details() or ""
+                if "future revision" in details:  # etcd's ErrFutureRev: OUT_OF_RANGE, as ErrCompacted
+                    raise FutureRevisionRefusedError(getattr(request, "revision", 0)) from err
+                if err.code() == grpc.StatusCode.OUT_OF_RANGE or "compacted" in details:
                     raise TooOldRevisionError(getattr(request, "revision", 0), 0) from err
                 last = err
                 if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
