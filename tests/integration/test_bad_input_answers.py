@@ -9,6 +9,8 @@
 - ``timeoutSeconds`` below zero: kube's watch timer fires at once, so the watch ends at once.
 - ``$patch: bogus`` in a strategic merge patch: kube itself answers 500 with an empty reason
   (``mergepatch.ErrBadPatchType`` is not among the errors its patch handler turns into 400s).
+- A ``resourceVersion`` Go's ParseUint refuses: a LIST's is a 400, a GET's or WATCH's is kube's own
+  500 with an empty reason (its cacher returns the versioner's error unclassified).
 """
 
 from __future__ import annotations
@@ -52,7 +54,9 @@ def test_resource_versions_past_etcds_int64_are_never_a_500(chain: ChainHandle) 
     (its etcd3 store passes ErrFutureRev on unclassified; tests/integration/test_list_revision_answers.py).
     Both were a 500 from protobuf's 'Value out of range'."""
     status, body = chain.json("GET", f"{CMS}?resourceVersion=99999999999999999999")
-    assert status == 400 and body["message"] == 'invalid resource version: "99999999999999999999"', body
+    assert status == 400 and body["message"] == (
+        'invalid resource version: resourceVersion: Invalid value: "99999999999999999999": '
+        'strconv.ParseUint: parsing "99999999999999999999": value out of range'), body
     status, body = chain.json("GET", f"{CMS}?resourceVersion=9223372036854775808")
     assert status == 504 and body["reason"] == "Timeout", body
     assert body["message"].startswith("Too large resource version: 9223372036854775808, current: ")
@@ -62,6 +66,30 @@ def test_resource_versions_past_etcds_int64_are_never_a_500(chain: ChainHandle) 
         status, body = chain.json("GET", f"{CMS}?{query}")
         assert (status, body.get("reason"), body["message"]) == (
             500, None, "etcdserver: mvcc: required revision is a future revision"), (query, body)
+
+
+@pytest.mark.parametrize(("rv", "why"), [("abc", "invalid syntax"), ("-1", "invalid syntax"),
+                                         ("99999999999999999999", "value out of range")])
+def test_an_unparseable_resource_version_is_answered_per_verb_as_kube_does(
+        chain: ChainHandle, rv: str, why: str) -> None:
+    """kube 1.33 checks a LIST's resourceVersion first (storage.ValidateListOptions: 400), while its
+    cacher hands the versioner's storage.InvalidError back unclassified on GET and WATCH
+    (CacheDelegator.Get, Cacher.Watch), which ErrorToAPIStatus makes a 500 with no reason
+    (kubernetes/kubernetes#139485 shows the body from a real server). A GET used to ignore it (200)."""
+    problem = f'resourceVersion: Invalid value: "{rv}": strconv.ParseUint: parsing "{rv}": {why}'
+    status, created = chain.json("POST", CMS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                               "metadata": {"generateName": "rv-"}})
+    assert status == 201, created
+    name = created["metadata"]["name"]
+    status, body = chain.json("GET", f"{CMS}?resourceVersion={rv}")
+    assert (status, body.get("reason"), body["message"]) == (400, "BadRequest", f"invalid resource version: {problem}")
+    for path in (f"{CMS}/{name}?resourceVersion={rv}", f"{CMS}/missing?resourceVersion={rv}",
+                 f"{CMS}?watch=1&resourceVersion={rv}"):
+        status, body = chain.json("GET", path)
+        assert (status, body.get("reason"), body["message"]) == (500, None, problem), (path, body)
+    # The object is untouched and a parseable resourceVersion still reads it.
+    status, got = chain.json("GET", f"{CMS}/{name}?resourceVersion=0")
+    assert status == 200 and got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
 
 def test_a_lone_surrogate_becomes_the_replacement_character(chain: ChainHandle) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from genericapi.apimachinery.errors import APIError
+from genericapi.apimachinery.gofmt import go_quote
 from genericapi.registry.codec import JsonCodec
 from genericapi.registry.store import _decode_continue, _encode_continue, _parse_rv
 
@@ -147,9 +148,12 @@ def test_parse_rv(rv: str, expected: int) -> None:
     assert _parse_rv(rv) == expected
 
 
-@pytest.mark.parametrize("rv", ["", "abc", "-1", "1.5", "+1", " 1", "1 ", "1_000", "0x10", "١٢", "²", "1e3"])
+@pytest.mark.parametrize("rv", ["", "abc", "-1", "1.5", "+1", " 1", "1 ", "1_000", "0x10", "١٢", "²", "1e3",
+                                "18446744073709551616"])
 def test_parse_rv_rejects_what_go_parse_uint_rejects(rv: str) -> None:
     with pytest.raises(APIError) as info:
         _parse_rv(rv)
     assert info.value.code == 400 and info.value.reason == "BadRequest"
-    assert info.value.message == f'invalid resource version: "{rv}"'
+    why = "value out of range" if rv == "18446744073709551616" else "invalid syntax"
+    assert info.value.message == (f"invalid resource version: resourceVersion: Invalid value: {go_quote(rv)}: "
+                                  f"strconv.ParseUint: parsing {go_quote(rv)}: {why}")

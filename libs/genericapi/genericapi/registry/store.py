@@ -20,6 +20,7 @@ from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery import deepjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.errors import APIError
+from genericapi.apimachinery.gofmt import go_quote
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.storage import errors as serrors
 from genericapi.storage.cacher import CacheWatcher, WatchCache
@@ -154,6 +155,8 @@ class Store:
         return copy.deepcopy(read)
 
     async def get(self, namespace: str, name: str, resource_version: str = "") -> dict[str, Any]:
+        if resource_version not in ("", "0"):
+            _refuse_unparseable_rv(resource_version)
         if resource_version == "0" and self.cache.ready:
             cached = self.cache.get(self.key(namespace, name))
             if cached is None:
@@ -255,6 +258,8 @@ class Store:
 
     async def watch(self, namespace: str, opts: ListOptions) -> CacheWatcher:
         rv = opts.resource_version
+        if rv not in ("", "0"):
+            _refuse_unparseable_rv(rv)
         start = None if rv in ("", "0") else _parse_rv(rv)
         if opts.send_initial_events and not opts.allow_bookmarks:
             raise apierrors.invalid_object("meta.k8s.io", "ListOptions", "", [apierrors.forbidden(
@@ -766,11 +771,33 @@ def _set_resource_version(meta: dict[str, Any]) -> bool:
     return False
 
 
+def _rv_parse_error(rv: str) -> str | None:
+    """kube's APIObjectVersioner refusing ``rv``: Go's ParseUint error as a field.Invalid on
+    ``resourceVersion``; None when it parses. Decimal ASCII digits only, as ParseUint (Python's int()
+    also takes "+1", " 1", "1_0"); past uint64 is Go's range error (it was a 500: etcd's int64)."""
+    if rv.isascii() and rv.isdigit():
+        if int(rv) < 2**64:
+            return None
+        why = "value out of range"
+    else:
+        why = "invalid syntax"
+    return f"resourceVersion: Invalid value: {go_quote(rv)}: strconv.ParseUint: parsing {go_quote(rv)}: {why}"
+
+
+def _refuse_unparseable_rv(rv: str) -> None:
+    """A GET or WATCH at a resourceVersion that does not parse: kube 1.33's cacher returns the
+    versioner's storage.InvalidError unclassified (CacheDelegator.Get, Cacher.Watch), which
+    ErrorToAPIStatus makes a 500 with no reason (kubernetes/kubernetes#139485). LIST checks the same
+    thing first and answers 400 (storage.ValidateListOptions; ``_parse_rv``)."""
+    problem = _rv_parse_error(rv)
+    if problem is not None:
+        raise APIError(500, "", problem)
+
+
 def _parse_rv(rv: str) -> int:
-    # Decimal ASCII digits only, as Go's ParseUint (Python's int() also takes "+1", " 1", "1_0").
-    # Past uint64 Go's ParseUint fails as it does on letters (it was a 500: etcd's int64 refused it).
-    if not (rv.isascii() and rv.isdigit()) or int(rv) >= 2**64:
-        raise apierrors.bad_request(f'invalid resource version: "{rv}"')
+    problem = _rv_parse_error(rv)
+    if problem is not None:
+        raise apierrors.bad_request(f"invalid resource version: {problem}")
     return int(rv)
 
 
