@@ -26,8 +26,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -35,11 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from gc_bench import start
 from proccpu import ProcCPU
 from support.conversion_webhook import WebhookProcess, make_pki
+from watch_fanout_bench import Fanout
 
 from kubechain_cli.chain import Chain
 
 GROUP = "bench-conv.example.com"
-NS = "bench"
+NS = "bench"  # the namespace Fanout.setup makes
 
 
 def crd(hook: WebhookProcess) -> dict[str, Any]:
@@ -55,27 +54,15 @@ def crd(hook: WebhookProcess) -> dict[str, Any]:
                                   {"name": "v2", "served": True, "storage": False, "schema": schema}]}}
 
 
-class Fanout:
-    """W watchers at v2 of one Backend on one chain, counting the events each has received."""
+class BackendFanout(Fanout):
+    """W watchers at v2 of one Backend (stored at v1, converted by the webhook)."""
 
     def __init__(self, chain: Chain, hook: WebhookProcess, watchers: int) -> None:
-        self.chain, self.hook, self.watchers = chain, hook, watchers
-        self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=chain.ssl_context(), limit=0),
-            timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
-        self.received = [0] * watchers
-        self.target = 0
-        self.reached = asyncio.Event()
-        self.tasks: list[asyncio.Task[None]] = []
-        self.started = 0
-        self.all_started = asyncio.Event()
-        self.value = 0
+        super().__init__(chain, watchers)
+        self.hook = hook
 
-    async def setup(self) -> None:
+    async def create_watched(self) -> str:
         url = self.chain.server_url
-        async with self.session.post(url + "/api/v1/namespaces", json={
-                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}) as r:
-            assert r.status == 201, await r.text()
         async with self.session.post(url + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                                      json=crd(self.hook)) as r:
             assert r.status == 201, await r.text()
@@ -90,44 +77,19 @@ class Fanout:
             await asyncio.sleep(0.1)
         else:
             raise RuntimeError("the CRD was not served in 30 s")
-        watch_url = (f"{url}/apis/{GROUP}/v2/namespaces/{NS}/backends?watch=1&resourceVersion={rv}"
-                     "&fieldSelector=metadata.name%3Dwatched")
-        self.tasks = [asyncio.create_task(self._watch(i, watch_url)) for i in range(self.watchers)]
-        await asyncio.wait_for(self.all_started.wait(), 300)
-        await self.round(1)
+        return (f"{url}/apis/{GROUP}/v2/namespaces/{NS}/backends?watch=1&resourceVersion={rv}"
+                "&fieldSelector=metadata.name%3Dwatched")
 
-    async def _watch(self, i: int, url: str) -> None:
-        async with self.session.get(url) as r:
+    async def update(self) -> None:
+        async with self.session.patch(
+                f"{self.chain.server_url}/apis/{GROUP}/v1/namespaces/{NS}/backends/watched",
+                json={"spec": {"port": self.value}},
+                headers={"Content-Type": "application/merge-patch+json"}) as r:
             assert r.status == 200, await r.text()
-            self.started += 1
-            if self.started == self.watchers:
-                self.all_started.set()
-            async for line in r.content:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                assert event["type"] == "MODIFIED" and event["object"]["apiVersion"] == f"{GROUP}/v2", event
-                self.received[i] += 1
-                if self.received[i] == self.target and all(n >= self.target for n in self.received):
-                    self.reached.set()
 
-    async def round(self, events: int) -> None:
-        self.reached.clear()
-        self.target += events
-        for _ in range(events):
-            self.value += 1
-            async with self.session.patch(
-                    f"{self.chain.server_url}/apis/{GROUP}/v1/namespaces/{NS}/backends/watched",
-                    json={"spec": {"port": self.value}},
-                    headers={"Content-Type": "application/merge-patch+json"}) as r:
-                assert r.status == 200, await r.text()
-        await asyncio.wait_for(self.reached.wait(), 600)
-
-    async def close(self) -> None:
-        for t in self.tasks:
-            t.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        await self.session.close()
+    def check(self, line: bytes) -> None:
+        event = json.loads(line)
+        assert event["type"] == "MODIFIED" and event["object"]["apiVersion"] == f"{GROUP}/v2", event
 
 
 def reviews(hook: WebhookProcess) -> int:
@@ -140,14 +102,14 @@ async def main_async(old: Path, watchers: int, rounds: int, events: int) -> None
     pki = make_pki(Path(tempfile.mkdtemp(prefix="bench-hook-")), ["localhost"])
     hooks: dict[str, WebhookProcess] = {}
     chains: dict[str, Chain] = {}
-    fanouts: dict[str, Fanout] = {}
+    fanouts: dict[str, BackendFanout] = {}
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
     try:
         for mode, env in modes.items():
             hooks[mode] = WebhookProcess.start(pki)
             chains[mode] = start(mode, env)
         for mode, chain in chains.items():
-            fanouts[mode] = Fanout(chain, hooks[mode], watchers)
+            fanouts[mode] = BackendFanout(chain, hooks[mode], watchers)
             await fanouts[mode].setup()
         for round_ in range(rounds):
             for mode in (list(modes) if round_ % 2 == 0 else list(reversed(list(modes)))):

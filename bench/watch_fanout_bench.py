@@ -46,12 +46,14 @@ BASE = "/api/v1/namespaces/bench/configmaps"
 
 
 class Fanout:
-    """W watchers of one ConfigMap on one chain, counting the events each has received."""
+    """W watchers of one object on one chain, counting the events each has received. This class
+    watches a ConfigMap; a subclass names another object through ``create_watched``, ``update``
+    and ``check`` (bench/crd_conversion_watch_bench.py)."""
 
-    def __init__(self, chain: Chain, watchers: int, output: str) -> None:
+    def __init__(self, chain: Chain, watchers: int, accept: str = "application/json") -> None:
         self.chain = chain
         self.watchers = watchers
-        self.output = output
+        self.accept = accept
         self.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=chain.ssl_context(), limit=0),
             timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
@@ -64,22 +66,36 @@ class Fanout:
         self.value = 0
 
     async def setup(self) -> None:
-        url = self.chain.server_url
-        async with self.session.post(url + "/api/v1/namespaces", json={
+        async with self.session.post(self.chain.server_url + "/api/v1/namespaces", json={
                 "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}) as r:
             assert r.status == 201, await r.text()
+        watch_url = await self.create_watched()
+        self.tasks = [asyncio.create_task(self._watch(i, watch_url)) for i in range(self.watchers)]
+        await asyncio.wait_for(self.all_started.wait(), 300)
+        await self.round(1)  # every watcher sees a change before anything is measured
+
+    async def create_watched(self) -> str:
+        """Make the watched object in namespace ``bench``; the URL of a watch from just after it."""
+        url = self.chain.server_url
         async with self.session.post(url + BASE, json={"apiVersion": "v1", "kind": "ConfigMap",
                                                        "metadata": {"name": "watched"},
                                                        "data": {"v": "0" * 200}}) as r:
             assert r.status == 201, await r.text()
             rv = (await r.json())["metadata"]["resourceVersion"]
-        watch_url = url + f"{BASE}?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3Dwatched"
-        self.tasks = [asyncio.create_task(self._watch(i, watch_url)) for i in range(self.watchers)]
-        await asyncio.wait_for(self.all_started.wait(), 300)
-        await self.round(1)  # every watcher sees a change before anything is measured
+        return url + f"{BASE}?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3Dwatched"
+
+    async def update(self) -> None:
+        """One change of the watched object (``self.value`` is new each time)."""
+        async with self.session.patch(self.chain.server_url + BASE + "/watched",
+                                      json={"data": {"v": f"{self.value:0200d}"}},
+                                      headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200, await r.text()
+
+    def check(self, line: bytes) -> None:
+        """Assert what a watcher received is what this bench expects (nothing here)."""
 
     async def _watch(self, i: int, url: str) -> None:
-        async with self.session.get(url, headers={"Accept": ACCEPT[self.output]}) as r:
+        async with self.session.get(url, headers={"Accept": self.accept}) as r:
             assert r.status == 200, await r.text()
             self.started += 1
             if self.started == self.watchers:
@@ -87,6 +103,7 @@ class Fanout:
             async for line in r.content:
                 if not line.strip():
                     continue
+                self.check(line)
                 self.received[i] += 1
                 if self.received[i] == self.target and all(n >= self.target for n in self.received):
                     self.reached.set()
@@ -97,10 +114,7 @@ class Fanout:
         self.target += events
         for _ in range(events):
             self.value += 1
-            async with self.session.patch(self.chain.server_url + BASE + "/watched",
-                                          json={"data": {"v": f"{self.value:0200d}"}},
-                                          headers={"Content-Type": "application/merge-patch+json"}) as r:
-                assert r.status == 200, await r.text()
+            await self.update()
         await asyncio.wait_for(self.reached.wait(), 600)
 
     async def close(self) -> None:
@@ -118,7 +132,7 @@ async def main_async(old: Path, watchers: int, rounds: int, events: int, output:
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
     try:
         for mode, chain in chains.items():
-            fanouts[mode] = Fanout(chain, watchers, output)
+            fanouts[mode] = Fanout(chain, watchers, ACCEPT[output])
             await fanouts[mode].setup()
         for round_ in range(rounds):
             for mode in (list(modes) if round_ % 2 == 0 else list(reversed(list(modes)))):
