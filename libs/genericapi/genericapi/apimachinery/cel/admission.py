@@ -36,10 +36,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import cel as celrust
-
 from genericapi.apimachinery.admission import Attributes
 from genericapi.apimachinery.authorization import Authorizer
+from genericapi.apimachinery.cel.binding import celrust
 
 from . import authz, macros
 from .checks import _TOKEN

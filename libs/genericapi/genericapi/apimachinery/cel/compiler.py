@@ -17,9 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import cel as celrust
-
 from genericapi.apimachinery.cel import checks, typecheck
+from genericapi.apimachinery.cel.binding import celrust
 from genericapi.apimachinery.cel.fieldpath import FieldPathError, valid_field_path
 from genericapi.apimachinery.cel.library import KNOWN_FUNCTIONS
 from genericapi.apimachinery.errors import FieldError, GoRendered, invalid, not_supported, required

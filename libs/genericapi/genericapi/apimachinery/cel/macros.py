@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import cel as celrust
+from genericapi.apimachinery.cel.binding import celrust
 
 from .checks import _TOKEN
 

@@ -30,8 +30,7 @@ import re
 import threading
 from typing import Any
 
-import cel as celrust
-
+from genericapi.apimachinery.cel.binding import celrust
 from genericapi.apimachinery.cel.checks import _embedded, _field_owner, _tokens, escape, issue, unescape
 from genericapi.apimachinery.cel.library import FUNCTIONS
 from genericapi.apimachinery.cel.typed import TYPED_FORMATS, to_typed

@@ -14,9 +14,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import cel as celrust
-
 from genericapi.apimachinery.cel import macros
+from genericapi.apimachinery.cel.binding import celrust
 from genericapi.apimachinery.cel.checks import escape
 from genericapi.apimachinery.cel.compiler import CompiledRule, RuleNode
 from genericapi.apimachinery.cel.library import FUNCTIONS
