@@ -1,4 +1,4 @@
-"""What every bench module shares: the concurrency, the concurrent runner and client certificates.
+"""What every bench module shares: the concurrency, the concurrent runner, percentiles and client certificates.
 
 bench.py, rbac_bench.py and audit_bench.py each measured with their own copy of these; one copy
 keeps their figures comparable (same workers, same way of counting time).
@@ -30,6 +30,12 @@ async def run_concurrently(n: int, work: Callable[[int], Awaitable[None]]) -> fl
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     return time.perf_counter() - start
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def client_ssl(chain: Chain, user: str) -> ssl.SSLContext:
