@@ -11,7 +11,7 @@ from genericapi.registry.options import ListResult
 from genericapi.registry.store import Store
 
 from .negotiation import Output
-from .responses import dumps, json_response, object_response
+from .responses import dumps, list_response, object_response
 
 
 def partial(obj: dict[str, Any]) -> dict[str, Any]:
@@ -56,6 +56,7 @@ def render_list(store: Store, result: ListResult, out: Output, pretty: bool) -> 
         doc = {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
                "items": [o for o, _ in result.items]}
         return object_response(doc, pretty=pretty, as_yaml=out.yaml)
-    # The hot path: items are already JSON; splice them without decoding.
+    # The hot path: items are already JSON (the cache's bytes); splice them without decoding, and
+    # stream a big list rather than join it whole.
     head = dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    return json_response(head[:-1] + b',"items":[' + b",".join(raw for _, raw in result.items) + b"]}")
+    return list_response(head[:-1] + b',"items":[', [raw for _, raw in result.items], b"]}")

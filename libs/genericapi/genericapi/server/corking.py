@@ -8,6 +8,12 @@ every write made in one turn of the event loop and hands them to the real transp
 buffer at the end of that turn. Streams (watches, large LISTs) still leave once per turn, so
 nothing waits longer than the loop takes to come round; ``close`` and ``write_eof`` flush first,
 ``abort`` drops what is pending as it drops the transport's own buffer.
+
+Gathering is for small writes only: a write of ``DIRECT_BYTES`` or more goes to the transport at
+once, after what is pending, and is never joined (a 25 MB LIST body written whole used to be copied
+into one 25 MB buffer with its 200-byte head), and pending writes that reach ``DIRECT_BYTES`` leave
+at once too. So a sender writing many pieces in one turn does not pile them up here: the real
+transport sees them, and its flow control (``pause_writing``) stops the sender as it would uncorked.
 """
 
 from __future__ import annotations
@@ -17,23 +23,37 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+#: Writes this big leave at once instead of being gathered: one more write call costs nothing next
+#: to copying them into a join (and 64 KiB is asyncio's and uvloop's default write high-water mark).
+DIRECT_BYTES = 64 * 1024
+
 
 class CorkedTransport:
     """A transport whose writes in one loop turn leave as one (everything else is the real one's)."""
 
-    __slots__ = ("_handle", "_loop", "_pending", "_transport")
+    __slots__ = ("_handle", "_loop", "_pending", "_pending_bytes", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._handle: asyncio.Handle | None = None
 
     def write(self, data: bytes) -> None:
-        if not data:
+        size = len(data)
+        if not size:
+            return
+        if size >= DIRECT_BYTES:
+            self.flush()
+            if not self._transport.is_closing():
+                self._transport.write(data)
             return
         self._pending.append(data)
-        if self._handle is None:
+        self._pending_bytes += size
+        if self._pending_bytes >= DIRECT_BYTES:
+            self.flush()
+        elif self._handle is None:
             self._handle = self._loop.call_soon(self._flush)
 
     def writelines(self, chunks: Any) -> None:
@@ -52,6 +72,7 @@ class CorkedTransport:
             return
         data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
         self._pending.clear()
+        self._pending_bytes = 0
         if not self._transport.is_closing():
             self._transport.write(data)
 
@@ -68,10 +89,11 @@ class CorkedTransport:
             self._handle.cancel()
             self._handle = None
         self._pending.clear()
+        self._pending_bytes = 0
         self._transport.abort()
 
     def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() + sum(len(p) for p in self._pending)
+        return self._transport.get_write_buffer_size() + self._pending_bytes
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
