@@ -4,8 +4,11 @@ TCP upstreams (TLS across hosts) use aiohttp rather than httpx: measured as a co
 client, plain httpx was several times slower (bench/ prints both). Unix-socket upstreams (a
 backend on the same host) use the small pooled client in ``unixhttp``: A/B against aiohttp on
 the same chain it gave about 25% more creates/s and a GET ratio of 0.62-0.67 instead of 0.53-0.55.
-Bodies stream both ways; a watch flows through unbuffered; hop-by-hop headers are dropped; the
-client's own ``X-Remote-*`` headers never pass.
+Bodies stream both ways with bounded buffers (issue 15): a request body or sized answer that
+ends within ``BUFFER_BYTES`` is passed on in one piece as before (so a replica dying mid-answer
+is retried unseen for safe methods); a longer one is relayed as it arrives, so the gateway holds
+at most about that much per request whatever the size. A watch flows through unbuffered;
+hop-by-hop headers are dropped; the client's own ``X-Remote-*`` headers never pass.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any
 
 import aiohttp
@@ -24,9 +27,10 @@ from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.links import http_base, unix_socket_path
 from genericapi.httpclient import new_session
 
-from .unixhttp import UnixHTTPPool, UnixResponse, UpstreamClosed
+from .unixhttp import BUFFER_BYTES, UnixHTTPPool, UnixResponse, UpstreamClosed
 
-__all__ = ["HOP_BY_HOP", "ReverseProxy", "UpstreamPicker", "http_base", "unix_socket_path"]
+__all__ = ["BUFFER_BYTES", "HOP_BY_HOP", "AbortHandler", "ReverseProxy", "UpstreamPicker", "http_base",
+           "unix_socket_path"]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +39,9 @@ HOP_BY_HOP = frozenset({
     "trailers", "transfer-encoding", "upgrade", "host", "content-length",
 })
 
-#: Request headers not passed on besides the hop-by-hop ones: the gateway has read the whole body
-#: already (its own server answered ``Expect: 100-continue``); passed on, the upstream's interim
-#: ``100 Continue`` would be taken for its answer.
+#: Request headers not passed on besides the hop-by-hop ones: the gateway's own server answers
+#: ``Expect: 100-continue`` (uvicorn, when the proxy first reads the body) and the body goes on
+#: without waiting; passed on, the upstream's interim ``100 Continue`` would be taken for its answer.
 REQUEST_OWN = HOP_BY_HOP | {"expect"}
 
 #: Response headers the gateway's own HTTP server writes (once): the upstream's copies are dropped,
@@ -47,6 +51,17 @@ RESPONSE_OWN = HOP_BY_HOP | {"date", "server"}
 #: Methods sent again to the next replica when one dies after it began to answer (it may have
 #: acted on the request: only these are safe to repeat; others get a 503).
 RETRY_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+
+class AbortHandler(Exception):
+    """Go's ``http.ErrAbortHandler``: raised once the client has the start of an answer whose
+    upstream then failed. uvicorn closes the client's connection (it cannot finish the answer),
+    so the client sees it cut off; audit records it as kube's does ("APIServer panic'd: ...")."""
+
+    def __init__(self) -> None:
+        super().__init__("net/http: abort Handler")
+
 
 #: Chooses the upstream base URL for a request scope (the gateway's routing table).
 UpstreamPicker = Callable[[Scope], list[str]]
@@ -83,7 +98,7 @@ class ReverseProxy:
         self._ssl = ssl_context
         self._header_source = header_source
         self._limit = limit
-        #: Request bodies past this size are refused (413) before they are buffered; 0: no limit.
+        #: Request bodies past this size are refused (413) as they stream in; 0: no limit.
         self._max_body = max_body_bytes
         self._drop = frozenset(h.lower() for h in drop_headers)
         self._session: aiohttp.ClientSession | None = None
@@ -137,6 +152,9 @@ class ReverseProxy:
         except apierrors.APIError as err:
             await _send_error(send, err)
             return
+        stream: _StreamedBody | None = None
+        if not isinstance(body, bytes):
+            stream, body = body, body.prefix
         extra = self._header_source(scope) if self._header_source else []
         headers = _forward_headers(scope, extra, self._drop)
         path = scope.get("raw_path") or scope["path"].encode()
@@ -146,6 +164,7 @@ class ReverseProxy:
         if not upstreams:
             await _send_error(send, apierrors.service_unavailable("no backend is available for this request"))
             return
+        method = scope["method"]
         start = self._rr if self._rotate else 0
         self._rr += 1
         last_err: Exception | None = None
@@ -157,47 +176,105 @@ class ReverseProxy:
                 if pool is None:
                     pool = self._unix_pools[socket_path] = UnixHTTPPool(socket_path)
                 try:
-                    unix_resp = await pool.request(scope["method"], target, headers, body)
+                    unix_resp = await pool.request(method, target, headers, body, stream,
+                                                   stream.length if stream is not None else None)
                 except (OSError, UpstreamClosed) as err:
                     last_err = err
+                    if stream is not None and stream.started:
+                        break  # part of the body went to this replica and is gone: it cannot be replayed
                     continue
                 if unix_resp.sized:
                     try:
-                        data = await unix_resp.read()
+                        data, whole = await unix_resp.read_upto(BUFFER_BYTES)
                     except (OSError, UpstreamClosed) as err:
                         last_err = err  # the replica died mid-answer
                         unix_resp.close()
-                        if scope["method"] in RETRY_SAFE:
+                        if method in RETRY_SAFE and (stream is None or not stream.started):
                             continue
                         break
-                    await _send_whole(send, unix_resp.status, unix_resp.headers, data)
+                    if whole:
+                        await _send_whole(send, unix_resp.status, unix_resp.headers, data)
+                        return
+                    await self._relay_sized(unix_resp.status, unix_resp.headers, data, unix_resp.iter_chunks(),
+                                            unix_resp.close, receive, send)
                     return
                 await self._relay_unix(unix_resp, receive, send)
                 return
+            tcp_headers = headers
+            if stream is not None and stream.length is not None:
+                tcp_headers = [*headers, ("content-length", str(stream.length))]
             try:
                 resp = await self.session(base).request(
-                    scope["method"], http_base(base) + target, headers=headers,
-                    data=body if body else None, allow_redirects=False)
-            except (TimeoutError, aiohttp.ClientConnectionError, OSError) as err:
+                    method, http_base(base) + target, headers=tcp_headers,
+                    data=stream.with_prefix() if stream is not None else body if body else None,
+                    allow_redirects=False)
+            except (TimeoutError, aiohttp.ClientError, OSError) as err:
                 last_err = err
+                if stream is not None and stream.started:
+                    break  # part of the body went to this replica and is gone: it cannot be replayed
                 continue
             if resp.headers.get("Content-Length") is not None:
                 try:
-                    data = await resp.read()
+                    data, whole = await _read_upto(resp, BUFFER_BYTES)
                 except (TimeoutError, aiohttp.ClientError, OSError) as err:
                     last_err = err  # the replica died mid-answer
                     resp.close()
-                    if scope["method"] in RETRY_SAFE:
+                    if method in RETRY_SAFE and (stream is None or not stream.started):
                         continue
                     break
-                resp.release()
-                await _send_whole(send, resp.status, [(k.lower(), v) for k, v in resp.raw_headers], data)
+                raw_headers = [(k.lower(), v) for k, v in resp.raw_headers]
+                if whole:
+                    resp.release()
+                    await _send_whole(send, resp.status, raw_headers, data)
+                    return
+                try:
+                    await self._relay_sized(resp.status, raw_headers, data, resp.content.iter_any(), resp.close,
+                                            receive, send)
+                finally:
+                    resp.release()
                 return
             await self._relay(resp, receive, send)
             return
+        if stream is not None and stream.too_large:
+            # A chunked body crossed the limit on its way through: the upstream saw it cut off
+            # (its connection closed) and acted on nothing; the client gets kube's 413.
+            await _send_error(send, apierrors.request_entity_too_large(self._max_body))
+            return
+        if stream is not None and stream.client_gone:
+            return  # nobody to answer
         log.warning("no upstream answered %s: %s", target, last_err)
         await _send_error(send, apierrors.service_unavailable(
             f"the backend serving this request is unavailable: {last_err}"))
+
+    async def _relay_sized(self, status: int, headers: list[tuple[bytes, bytes]], first: bytes,
+                           rest: AsyncIterator[bytes], close: Callable[[], None], receive: Receive,
+                           send: Send) -> None:
+        """A sized answer larger than the buffer: its start as read, the rest as it arrives, under
+        the upstream's Content-Length (uvicorn counts the bytes against it). The client closing
+        frees the upstream connection (``close``). An upstream failing mid-body aborts the client's
+        connection as Go's ReverseProxy does (it panics with http.ErrAbortHandler): the client
+        sees a cut-off answer, never a wrong complete one nor a second answer."""
+        out = [(k, v) for k, v in headers if k.decode("latin-1") not in RESPONSE_OWN]
+        out.append((b"content-length", next(v for k, v in headers if k == b"content-length")))
+        await send({"type": "http.response.start", "status": status, "headers": out})
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        failed: list[BaseException] = []
+
+        async def pump() -> None:
+            try:
+                async for chunk in rest:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except (TimeoutError, aiohttp.ClientError, OSError) as err:  # UpstreamClosed is an OSError
+                failed.append(err)
+
+        finished = await self._stream(pump(), receive, endable=False)
+        if failed or not finished:
+            close()
+        if failed:
+            log.warning("aborting the answer to a client: its backend failed mid-body: %s", failed[0])
+            raise AbortHandler from failed[0]
+        if finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _relay_unix(self, resp: UnixResponse, receive: Receive, send: Send) -> None:
         """Stream a chunked answer (a watch) through as it comes."""
@@ -214,9 +291,9 @@ class ReverseProxy:
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _stream(self, pump: Coroutine[Any, Any, None], receive: Receive) -> bool:
-        """Run ``pump`` until it ends, the client disconnects or shutdown ends streams; whether
-        the upstream body was read to its end."""
+    async def _stream(self, pump: Coroutine[Any, Any, None], receive: Receive, endable: bool = True) -> bool:
+        """Run ``pump`` until it ends, the client disconnects or (``endable``: a watch) shutdown
+        ends streams; whether the upstream body was read to its end."""
 
         async def disconnected() -> None:
             while True:
@@ -224,13 +301,14 @@ class ReverseProxy:
                 if msg["type"] == "http.disconnect":
                     return
 
-        if self._ending_streams:
+        if endable and self._ending_streams:
             pump.close()
             return False
         pump_task = asyncio.create_task(pump)
         watch_task = asyncio.create_task(disconnected())
-        self._streams.add(pump_task)
-        pump_task.add_done_callback(self._streams.discard)
+        if endable:
+            self._streams.add(pump_task)
+            pump_task.add_done_callback(self._streams.discard)
         try:
             await asyncio.wait({pump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -267,28 +345,107 @@ async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, by
     await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int = 0) -> bytes:
-    """The whole request body; past ``limit`` bytes (by Content-Length, or as it streams in) a 413
-    with kube's message, so an oversized upload is never held in memory."""
+async def _read_body(scope: Scope, receive: Receive, limit: int = 0) -> bytes | _StreamedBody:
+    """The request body if it ends within BUFFER_BYTES (nearly all do: one ``receive``), else its
+    start and the rest to stream. Past ``limit`` bytes by Content-Length a 413 with kube's
+    message, and so while the start is read; the stream counts the rest against the limit, so
+    an oversized upload is never held in memory."""
     if limit:
         for k, v in scope["headers"]:
             if k == b"content-length" and v.isdigit() and int(v) > limit:
                 raise apierrors.request_entity_too_large(limit)
+    msg = await receive()
+    if not msg.get("more_body"):  # the whole body in one message (or the client is gone)
+        body: bytes = msg.get("body", b"")
+        if limit and len(body) > limit:
+            raise apierrors.request_entity_too_large(limit)
+        return body
+    chunks: list[bytes] = [msg.get("body", b"")]
+    size = len(chunks[0])
+    while size < BUFFER_BYTES:
+        msg = await receive()
+        if msg["type"] != "http.request":
+            break
+        chunk = msg.get("body", b"")
+        size += len(chunk)
+        if limit and size > limit:
+            raise apierrors.request_entity_too_large(limit)
+        chunks.append(chunk)
+        if not msg.get("more_body"):
+            break
+    else:
+        return _StreamedBody(receive, b"".join(chunks), size, limit, _content_length(scope))
+    return b"".join(chunks)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for k, v in scope["headers"]:
+        if k == b"content-length" and v.isdigit():
+            return int(v)
+    return None
+
+
+class ClientGone(ConnectionError):
+    """The client went away before its request body ended."""
+
+
+class _StreamedBody:
+    """A request body past BUFFER_BYTES: its start (``prefix``, read already, so a replica that
+    fails before taking more can be replaced) and the rest, read from the client only as the
+    upstream takes it and counted against the body limit (uvicorn stops reading the client's
+    socket while it holds 64 KiB nobody asked for: both buffers stay bounded)."""
+
+    def __init__(self, receive: Receive, prefix: bytes, size: int, limit: int, length: int | None) -> None:
+        self._receive = receive
+        self.prefix = prefix
+        self.size = size
+        self._limit = limit
+        #: The client's Content-Length (passed on as it is); None: the body is chunked.
+        self.length = length
+        #: Whether anything past ``prefix`` was read: from then on the body cannot be sent again.
+        self.started = False
+        self.too_large = False
+        self.client_gone = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._rest()
+
+    async def _rest(self) -> AsyncIterator[bytes]:
+        while True:
+            msg = await self._receive()
+            self.started = True
+            if msg["type"] != "http.request":
+                self.client_gone = True
+                raise ClientGone("the client went away before its request body ended")
+            chunk = msg.get("body", b"")
+            self.size += len(chunk)
+            if self._limit and self.size > self._limit:
+                self.too_large = True
+                raise apierrors.request_entity_too_large(self._limit)
+            if chunk:
+                yield chunk
+            if not msg.get("more_body"):
+                return
+
+    async def with_prefix(self) -> AsyncIterator[bytes]:
+        """The whole body (for aiohttp, which takes it as one iterable)."""
+        yield self.prefix
+        async for chunk in self._rest():
+            yield chunk
+
+
+async def _read_upto(resp: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
+    """An aiohttp answer's body up to its end or until ``limit`` bytes arrived, and whether that
+    is all of it (the rest is then in ``resp.content``)."""
     chunks: list[bytes] = []
     size = 0
-    while True:
-        msg = await receive()
-        if msg["type"] == "http.request":
-            chunk = msg.get("body", b"")
-            size += len(chunk)
-            if limit and size > limit:
-                raise apierrors.request_entity_too_large(limit)
-            chunks.append(chunk)
-            if not msg.get("more_body"):
-                break
-        elif msg["type"] == "http.disconnect":
-            break
-    return b"".join(chunks)
+    while size < limit:
+        chunk = await resp.content.readany()
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), resp.content.at_eof()
 
 
 async def _send_error(send: Send, err: apierrors.APIError) -> None:

@@ -4,6 +4,11 @@ aiohttp costs more per request than everything else the gateway does (measured i
 the hop to a local backend needs none of its features: no TLS, no redirects, no cookies, no
 DNS. This client writes the request in one ``write`` and parses the response with httptools
 (the parser uvicorn uses), handing body chunks to the caller as they arrive so watches stream.
+
+Buffers are bounded both ways (issue 15): a response body is read off the socket only while
+less than ``BUFFER_BYTES`` of it waits for the caller (reading pauses, so a slow client slows
+the backend instead of growing the gateway), and a streamed request body is written only as
+fast as the backend's socket takes it (``pause_writing``/``resume_writing``).
 """
 
 from __future__ import annotations
@@ -12,14 +17,29 @@ import asyncio
 import collections
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httptools
 
 _EOF = b""
 
+#: Bytes of a body held in memory per connection before reading pauses: small enough that N
+#: concurrent large answers cost N x 64 KiB, large enough that an ordinary answer arrives in one
+#: piece (uvicorn's own request-body high-water mark has the same value).
+BUFFER_BYTES = 64 * 1024
+
 
 class UpstreamClosed(ConnectionError):
     """The backend closed the connection before a full response."""
+
+
+class BodyStream(Protocol):
+    """The rest of a request body, read from the client as the backend takes it."""
+
+    #: Whether any of it has been read (from then on the request cannot be sent again).
+    started: bool
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
 
 
 @dataclass
@@ -33,6 +53,19 @@ class UnixResponse:
     async def read(self) -> bytes:
         chunks = [chunk async for chunk in self.iter_chunks()]
         return b"".join(chunks)
+
+    async def read_upto(self, limit: int = BUFFER_BYTES) -> tuple[bytes, bool]:
+        """The body up to its end or until ``limit`` bytes have arrived, whichever is first, and
+        whether that is the whole body (the rest then comes from ``iter_chunks``). An answer that
+        arrived with its head costs no await."""
+        conn = self._conn
+        while not conn.complete and conn.buffered < limit:
+            await conn.wait_body()
+        data = conn.take_all()
+        if conn.complete:
+            conn.pool.release(conn)
+            return data, True
+        return data, False
 
     async def iter_chunks(self) -> AsyncIterator[bytes]:
         conn = self._conn
@@ -55,7 +88,14 @@ class _Connection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.head: asyncio.Future[None] | None = None
         self.chunks: collections.deque[bytes] = collections.deque()
+        #: Body bytes in ``chunks``; reading is paused while it is BUFFER_BYTES or more.
+        self.buffered = 0
+        self.read_paused = False
         self.waiter: asyncio.Future[None] | None = None
+        #: Set while the backend's socket buffer is full (a streamed request body waits on it).
+        self.writable: asyncio.Future[None] | None = None
+        #: The task writing a streamed request body (None: the body went with the head).
+        self.writer: asyncio.Task[None] | None = None
         self.complete = False
         self.closed = False
         self.keep_alive = True
@@ -75,6 +115,17 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         if not self.complete:
             self._fail(UpstreamClosed("backend closed the connection"))
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        if self.writable is None:
+            self.writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.writable is not None:
+            if not self.writable.done():
+                self.writable.set_result(None)
+            self.writable = None
 
     # -- httptools callbacks --------------------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -87,6 +138,10 @@ class _Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
+        self.buffered += len(body)
+        if self.buffered >= BUFFER_BYTES and not self.read_paused and self.transport is not None:
+            self.read_paused = True
+            self.transport.pause_reading()
         self._wake()
 
     def on_message_complete(self) -> None:
@@ -104,35 +159,100 @@ class _Connection(asyncio.Protocol):
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(err)
 
+    def _taken(self, size: int) -> None:
+        self.buffered -= size
+        if self.read_paused and self.buffered < BUFFER_BYTES and not self.closed and self.transport is not None:
+            self.read_paused = False
+            self.transport.resume_reading()
+
+    async def wait_body(self) -> None:
+        """Until more of the body (or its end) has arrived; UpstreamClosed if it never will."""
+        if self.closed:
+            raise UpstreamClosed("backend closed the connection mid-body")
+        self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self.waiter
+        finally:
+            self.waiter = None
+
+    def take_all(self) -> bytes:
+        chunks = self.chunks
+        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self._taken(len(data))
+        return data
+
     async def next_chunk(self) -> bytes:
         while not self.chunks:
             if self.complete:
                 self.pool.release(self)
                 return _EOF
-            if self.closed:
-                raise UpstreamClosed("backend closed the connection mid-body")
-            self.waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self.waiter
-            finally:
-                self.waiter = None
-        return self.chunks.popleft()
+            await self.wait_body()
+        chunk = self.chunks.popleft()
+        self._taken(len(chunk))
+        return chunk
 
     def abort(self) -> None:
         self.closed = True
+        if self.writer is not None and not self.writer.done() and self.writer is not asyncio.current_task():
+            self.writer.cancel()
         if self.transport is not None:
             self.transport.close()
 
-    async def send(self, request: bytes) -> UnixResponse:
+    async def _write_body(self, body: BodyStream, chunked: bool) -> None:
+        """Write a streamed request body as the backend's socket takes it (chunk-framed when its
+        length is not known); anything ``body`` raises aborts the request (the backend sees it
+        cut off and acts on nothing)."""
+        transport = self.transport
+        assert transport is not None
+        try:
+            async for chunk in body:
+                if not chunk:
+                    continue
+                if self.closed:
+                    return
+                transport.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                if self.writable is not None:
+                    await self.writable
+            if chunked and not self.closed:
+                transport.write(b"0\r\n\r\n")
+        except BaseException:
+            self.abort()
+            raise
+
+    async def send(self, request: bytes, body: BodyStream | None = None,
+                   chunked: bool = False) -> UnixResponse:
         assert self.transport is not None
         self.headers = []
         self.chunks.clear()
+        self.buffered = 0
         self.complete = False
         self.head = asyncio.get_running_loop().create_future()
         self.transport.write(request)
-        await self.head
+        if body is None:
+            await self.head
+        else:
+            self.writer = asyncio.ensure_future(self._write_body(body, chunked))
+            self.writer.add_done_callback(_retrieve)
+            try:
+                await self.head
+            except BaseException:
+                self.abort()
+                raise
+            if not self.writer.done():
+                # The backend answered before it had the whole body: the rest is not sent, and
+                # this connection, its request unfinished, is not used again.
+                self.keep_alive = False
+                self.writer.cancel()
         sized = any(k == b"content-length" for k, _ in self.headers)
         return UnixResponse(self.parser.get_status_code(), self.headers, sized, self)
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """A body writer's failure shows as the request's (the connection is aborted); its
+    exception is read here so asyncio does not report it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 class UnixHTTPPool:
@@ -155,6 +275,7 @@ class UnixHTTPPool:
                 conn.abort()
                 return
         conn.parser = httptools.HttpResponseParser(conn)
+        conn.writer = None
         self._idle.append(conn)
 
     async def _connect(self) -> _Connection:
@@ -164,23 +285,39 @@ class UnixHTTPPool:
         return conn
 
     async def request(self, method: str, target: str, headers: Sequence[tuple[str, str]],
-                      body: bytes) -> UnixResponse:
+                      body: bytes, stream: BodyStream | None = None,
+                      length: int | None = None) -> UnixResponse:
+        """Send a request and wait for the response head. ``stream``: the rest of the body after
+        ``body``, written as the backend takes it, ``length`` bytes in all (None: chunked); an
+        idle connection the backend had closed is replaced only while nothing of ``stream`` has
+        been read (a stream cannot be replayed)."""
         head = [f"{method} {target} HTTP/1.1\r\nhost: localhost\r\n"]
         head.extend(f"{k}: {v}\r\n" for k, v in headers if k != "host")
-        if body or method in ("POST", "PUT", "PATCH"):
+        chunked = False
+        if stream is not None:
+            if length is None:
+                chunked = True
+                head.append("transfer-encoding: chunked\r\n")
+            else:
+                head.append(f"content-length: {length}\r\n")
+        elif body or method in ("POST", "PUT", "PATCH"):
             head.append(f"content-length: {len(body)}\r\n")
         head.append("\r\n")
+        if chunked and body:
+            body = b"%x\r\n%s\r\n" % (len(body), body)
         request = "".join(head).encode("latin-1") + body
         while self._idle:
             conn = self._idle.pop()
             if conn.closed:
                 continue
             try:
-                return await conn.send(request)
+                return await conn.send(request, stream, chunked)
             except UpstreamClosed:
                 conn.abort()  # a keep-alive connection the backend had closed: use another
+                if stream is not None and stream.started:
+                    raise  # part of the body is gone: it cannot be sent again
         conn = await self._connect()
-        return await conn.send(request)
+        return await conn.send(request, stream, chunked)
 
     def close(self) -> None:
         for conn in self._idle:

@@ -1,0 +1,290 @@
+"""The reverse proxy streams bodies both ways with bounded buffers (issue 15), on real sockets.
+
+A backend (an ASGI app under uvicorn, on a Unix socket and on TCP: both proxy clients) and the
+proxy under uvicorn with the gateway's own HTTP protocol, in this process; aiohttp as the client.
+Each test is arranged so that whole-body buffering in the proxy cannot pass it: the backend holds
+back the second half of a 4 MB answer until the client has 1 MB of it; the client holds back
+the rest of a 2.5 MB upload until the backend has 512 KiB of it. Also: a backend dying mid-body
+cuts the client's answer off (never a wrong complete one) and the proxy serves the next request;
+a chunked upload crossing the body limit is kube's 413 and the backend never sees it whole; a
+client leaving mid-body frees the backend's connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import uvicorn
+from genericapi.apimachinery import errors as apierrors
+from genericapi.server.corking import CorkedHttpToolsProtocol
+from genericapi.server.proxy import BUFFER_BYTES, ReverseProxy
+from starlette.types import Receive, Scope, Send
+
+MB = 1 << 20
+LIMIT = 3 * MB  # the gateway's body limit (genericapi.handlers.body.MAX_BODY_BYTES)
+BIG = 4 * MB
+DEADLINE = 30.0
+
+
+def pattern(start: int, size: int) -> bytes:
+    """Bytes ``start`` to ``start + size`` of a body whose every byte says where it is."""
+    block = bytes(range(256))
+    first = start % 256
+    data = (block * ((size + first) // 256 + 1))[first:first + size]
+    return data
+
+
+class Backend:
+    """The upstream: answers by path, and lets the tests see what it received and when."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self.release = asyncio.Event()
+        self.freed = asyncio.Event()
+        self.uploads: list[dict[str, Any]] = []
+        self.aborted_uploads = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path == "/big":  # half of a sized answer, then the rest once the test says so
+            await _start(send, BIG)
+            await _pieces(send, 0, BIG // 2)
+            await self.release.wait()
+            await _pieces(send, BIG // 2, BIG // 2)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        elif path == "/dies":  # 1 MB of a 4 MB answer, then the backend fails (uvicorn closes)
+            await _start(send, BIG)
+            await _pieces(send, 0, MB)
+            raise RuntimeError("the backend dies mid-answer (expected by the test)")
+        elif path == "/endless":  # far more than anyone reads; notes when its client is gone
+            await _start(send, 1 << 40)
+            gone = asyncio.ensure_future(_disconnected(receive))
+            sent = 0
+            while not gone.done():
+                await send({"type": "http.response.body", "body": pattern(sent, 64 * 1024), "more_body": True})
+                sent += 64 * 1024
+                await asyncio.sleep(0)
+            self.freed.set()
+        elif path == "/upload":
+            await self._upload(scope, receive, send)
+        else:
+            body = b'{"small":true}'
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+    async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.received = 0
+        digest = hashlib.sha256()
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                self.aborted_uploads += 1
+                return
+            chunk = msg.get("body", b"")
+            digest.update(chunk)
+            self.received += len(chunk)
+            if not msg.get("more_body"):
+                break
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        seen = {"bytes": self.received, "sha256": digest.hexdigest(),
+                "content-length": headers.get("content-length"),
+                "transfer-encoding": headers.get("transfer-encoding")}
+        self.uploads.append(seen)
+        body = json.dumps(seen).encode()
+        await send({"type": "http.response.start", "status": 201,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+async def _start(send: Send, size: int) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/octet-stream"), (b"content-length", str(size).encode())]})
+
+
+async def _pieces(send: Send, start: int, size: int) -> None:
+    step = 256 * 1024
+    for offset in range(start, start + size, step):
+        await send({"type": "http.response.body", "body": pattern(offset, min(step, start + size - offset)),
+                    "more_body": True})
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:  # the test process keeps its own signal handling
+        yield
+
+
+async def _serve(config: uvicorn.Config) -> tuple[_Server, asyncio.Task[None]]:
+    server = _Server(config)
+    task = asyncio.ensure_future(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    return server, task
+
+
+def _port(server: uvicorn.Server) -> int:
+    return int(server.servers[0].sockets[0].getsockname()[1])
+
+
+def _only(upstream: str) -> Callable[[Scope], list[str]]:
+    return lambda _scope: [upstream]
+
+
+class Rig:
+    def __init__(self, backend: Backend, proxy_url: dict[str, str]) -> None:
+        self.backend = backend
+        self.url = proxy_url
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    backend = Backend()
+    quiet: dict[str, Any] = {"log_level": "critical", "lifespan": "off", "access_log": False}
+    sock = str(tmp_path / "backend.sock")
+    servers = [await _serve(uvicorn.Config(backend, uds=sock, **quiet)),
+               await _serve(uvicorn.Config(backend, host="127.0.0.1", port=0, **quiet))]
+    upstreams = {"unix": f"unix://{sock}", "tcp": f"http://127.0.0.1:{_port(servers[1][0])}"}
+    proxies = {kind: ReverseProxy(_only(u), max_body_bytes=LIMIT) for kind, u in upstreams.items()}
+    fronts = {kind: await _serve(uvicorn.Config(p, host="127.0.0.1", port=0, http=CorkedHttpToolsProtocol, **quiet))
+              for kind, p in proxies.items()}
+    yield Rig(backend, {kind: f"http://127.0.0.1:{_port(s)}" for kind, (s, _t) in fronts.items()})
+    backend.release.set()
+    for server, task in [*fronts.values(), *servers]:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+    for p in proxies.values():
+        await p.close()
+
+
+async def _until(what: str, check: Callable[[], bool]) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE
+    while not check():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+async def _within(what: str, step: Awaitable[Any]) -> Any:
+    try:
+        return await asyncio.wait_for(step, DEADLINE)
+    except TimeoutError:
+        pytest.fail(f"timed out waiting for {what}")
+
+
+KINDS = ["unix", "tcp"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_large_sized_answer_reaches_the_client_before_the_backend_finished_it(kind: str, rig: Rig) -> None:
+    async with aiohttp.ClientSession() as session:
+        resp = await _within("the answer's head", session.get(rig.url[kind] + "/big"))
+        assert resp.status == 200 and resp.headers["Content-Length"] == str(BIG)
+        got = bytearray()
+        while len(got) < MB:  # the backend still holds back its second half
+            chunk = await _within("the first MB", resp.content.readany())
+            assert chunk, "the body ended early"
+            got += chunk
+        assert not rig.backend.release.is_set()
+        rig.backend.release.set()
+        got += await _within("the rest", resp.content.read())
+        assert bytes(got) == pattern(0, BIG)
+        resp.release()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("sized", [True, False], ids=["content-length", "chunked"])
+async def test_a_large_upload_reaches_the_backend_while_the_client_still_sends_it(
+        kind: str, sized: bool, rig: Rig) -> None:
+    total = 2 * MB + MB // 2
+    body = pattern(0, total)
+
+    async def upload() -> AsyncIterator[bytes]:
+        yield body[:MB]
+        await _until("the backend to receive 512 KiB before the client sends the rest",
+                     lambda: rig.backend.received >= 512 * 1024)
+        for offset in range(MB, total, 256 * 1024):
+            yield body[offset:offset + 256 * 1024]
+
+    headers = {"Content-Type": "application/octet-stream"}
+    if sized:
+        headers["Content-Length"] = str(total)
+    async with aiohttp.ClientSession() as session:
+        resp = await _within("the upload's answer", session.post(rig.url[kind] + "/upload", data=upload(),
+                                                                 headers=headers))
+        seen = await resp.json()
+    assert resp.status == 201
+    assert seen["bytes"] == total and seen["sha256"] == hashlib.sha256(body).hexdigest()
+    if sized:  # the client's Content-Length is passed on; a chunked body stays chunked
+        assert (seen["content-length"], seen["transfer-encoding"]) == (str(total), None)
+    else:
+        assert (seen["content-length"], seen["transfer-encoding"]) == (None, "chunked")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_small_bodies_pass_whole(kind: str, rig: Rig) -> None:
+    body = pattern(0, BUFFER_BYTES - 1)
+    async with aiohttp.ClientSession() as session:
+        async with session.post(rig.url[kind] + "/upload", data=body) as resp:
+            seen = await resp.json()
+        assert resp.status == 201 and seen["bytes"] == len(body)
+        assert seen["content-length"] == str(len(body))
+        async with session.get(rig.url[kind] + "/small") as resp:
+            assert (resp.status, await resp.read()) == (200, b'{"small":true}')
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_backend_dying_mid_body_cuts_the_answer_off(kind: str, rig: Rig) -> None:
+    async with aiohttp.ClientSession() as session:
+        resp = await _within("the answer's head", session.get(rig.url[kind] + "/dies"))
+        assert resp.status == 200 and resp.headers["Content-Length"] == str(BIG)
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await _within("the cut-off body", resp.read())
+        resp.close()
+        async with session.get(rig.url[kind] + "/small") as again:  # the proxy serves the next one
+            assert (again.status, await again.read()) == (200, b'{"small":true}')
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_chunked_upload_crossing_the_limit_is_kubes_413(kind: str, rig: Rig) -> None:
+    async def upload() -> AsyncIterator[bytes]:
+        for offset in range(0, 4 * MB, 256 * 1024):
+            yield pattern(offset, 256 * 1024)
+
+    async with aiohttp.ClientSession() as session:
+        resp = await _within("the answer", session.put(rig.url[kind] + "/upload", data=upload()))
+        data = await resp.read()
+    assert resp.status == 413 and resp.headers["Content-Type"] == "application/json"
+    assert data == apierrors.request_entity_too_large(LIMIT).body()
+    await _until("the backend to see the upload cut off", lambda: rig.backend.aborted_uploads == 1)
+    assert rig.backend.uploads == []  # it never had the whole body, so it acted on nothing
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_client_leaving_mid_body_frees_the_backend_connection(kind: str, rig: Rig) -> None:
+    async with aiohttp.ClientSession() as session:
+        resp = await _within("the answer's head", session.get(rig.url[kind] + "/endless"))
+        got = 0
+        while got < MB:
+            got += len(await _within("the body", resp.content.readany()))
+        resp.close()
+    await _within("the backend to see its client gone", rig.backend.freed.wait())
