@@ -39,8 +39,7 @@ COUNT = 20_000
 CMS = f"/api/v1/namespaces/{NS}/configmaps"
 #: Extra peak RSS of core-api per response byte (issue 15's target).
 MAX_RATIO = 1.5
-#: A page of limit/continue: ~3 MB, under grpc's default 4 MiB receive limit the etcd client keeps
-#: (see the xfail below).
+#: A page of limit/continue: ~3 MB.
 PAGE = 2_500
 ADMIN = {"X-Remote-User": "system:admin", "X-Remote-Group": "system:masters"}
 
@@ -201,8 +200,6 @@ def test_pages_and_cached_lists_of_a_big_list_agree(big: ChainHandle) -> None:
         assert [i["metadata"]["uid"] for i in orjson.loads(raw)["items"]] == [i["metadata"]["uid"] for i in items]
 
 
-@pytest.mark.xfail(strict=True, reason="etcd.py's gRPC channel keeps grpc's 4 MiB receive limit; kube's etcd "
-                                       "client (clientv3) takes up to math.MaxInt32: a 25 MB range read fails")
 def test_an_exact_list_of_25_mb_is_read_from_etcd_whole(big: ChainHandle) -> None:
     """``resourceVersionMatch=Exact`` (and any page over 4 MiB) reads etcd in one range, as kube does."""
     status, _h, raw = _core_get(big.chain, f"{CMS}?limit=1")

@@ -6,6 +6,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import orjson
 import pytest
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.resources import ResourceInfo
@@ -14,7 +15,7 @@ from genericapi.registry.store import Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage import errors as serrors
 from genericapi.storage.cacher import Bookmark, CacheEvent, WatchClosed
-from genericapi.storage.etcd import EtcdClient
+from genericapi.storage.etcd import EtcdClient, prefix_end
 
 pytestmark = pytest.mark.integration
 
@@ -266,3 +267,23 @@ async def test_consistent_list_sees_a_delete_made_directly_in_etcd(store: Store,
     await client.delete(store.key("gone", "b"), kv.mod_revision)
     res = await store.list("gone", ListOptions())
     assert [o["metadata"]["name"] for o, _ in res.items] == ["a"]
+
+
+async def test_range_reads_past_grpcs_default_4_mib_message(store: Store, client: EtcdClient) -> None:
+    """etcd answers a range in one message; clientv3 (kube's) takes up to math.MaxInt32 bytes. A
+    watch-cache page of 1,000 objects of 6 KB, or a LIST at an exact resourceVersion, is one range."""
+    def stored(i: int) -> bytes:
+        obj = cm(f"cm-{i:04d}", v="x" * 6_000)
+        obj["metadata"]["namespace"] = "big"
+        return orjson.dumps(obj)
+
+    await asyncio.gather(*(client.put(store.key("big", f"cm-{i:04d}"), stored(i)) for i in range(800)))
+    kvs, _rev, more = await client.range(store.scope_prefix("big"), prefix_end(store.scope_prefix("big")))
+    assert (len(kvs), more) == (800, False)
+    assert sum(len(kv.value) for kv in kvs) > 4 * 1024 * 1024
+    await store.stop()  # a fresh cache lists the prefix again: one page of up to 1,000 objects
+    await store.start()
+    listed = await store.list("big", ListOptions(resource_version="0"))
+    assert len(listed.items) == 800
+    exact = await store.list("big", ListOptions(resource_version=str(_rev), resource_version_match="Exact"))
+    assert [o["metadata"]["name"] for o, _raw in exact.items] == [f"cm-{i:04d}" for i in range(800)]
