@@ -69,11 +69,6 @@ def format_warning(text: str) -> str:
 LIST_PIECE_BYTES = 256 * 1024
 
 
-def list_length(head: bytes, items: Sequence[bytes], tail: bytes) -> int:
-    """The byte length of ``head + b",".join(items) + tail``, without building it."""
-    return len(head) + sum(map(len, items)) + max(len(items) - 1, 0) + len(tail)
-
-
 def list_pieces(head: bytes, items: Sequence[bytes], tail: bytes,
                 size: int = LIST_PIECE_BYTES) -> Iterator[bytes]:
     """``head + b",".join(items) + tail`` in pieces of about ``size`` bytes (their concatenation is
@@ -134,21 +129,18 @@ class StreamedListResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        pieces = iter(self.body)
-        last = next(pieces)
-        for piece in pieces:
-            await send({"type": "http.response.body", "body": last, "more_body": True})
+        for piece in self.body:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
             # One loop turn per piece: it reaches the socket (or the transport pauses us) before
             # the next is joined, and other requests run in between.
             await asyncio.sleep(0)
-            last = piece
-        await send({"type": "http.response.body", "body": last, "more_body": False})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def list_response(head: bytes, items: Sequence[bytes], tail: bytes) -> Response:
     """``head + b",".join(items) + tail`` as a JSON response: one body when it is small (most
     LISTs), streamed in pieces (``StreamedListResponse``) when it is bigger than one piece."""
-    length = list_length(head, items, tail)
+    length = len(head) + sum(map(len, items)) + len(items) + len(tail)  # a comma too many: exact below
     if length <= LIST_PIECE_BYTES:
         return Response(head + b",".join(items) + tail, media_type=JSON_TYPE)
-    return StreamedListResponse(ListBody(head, items, tail, length))
+    return StreamedListResponse(ListBody(head, items, tail, length - 1 if items else length))
