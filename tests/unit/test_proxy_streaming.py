@@ -25,7 +25,7 @@ import pytest
 import uvicorn
 from genericapi.apimachinery import errors as apierrors
 from genericapi.server.corking import CorkedHttpToolsProtocol
-from genericapi.server.proxy import BUFFER_BYTES, ReverseProxy
+from genericapi.server.proxy import BUFFER_BYTES, ClientGone, ReverseProxy, _read_body, _StreamedBody
 from starlette.types import Receive, Scope, Send
 
 MB = 1 << 20
@@ -288,3 +288,69 @@ async def test_a_client_leaving_mid_body_frees_the_backend_connection(kind: str,
             got += len(await _within("the body", resp.content.readany()))
         resp.close()
     await _within("the backend to see its client gone", rig.backend.freed.wait())
+
+
+# -- the request body's reading, message by message ------------------------------------------
+def _script(*messages: dict[str, Any]) -> tuple[Receive, list[int]]:
+    """A receive callable handing out ``messages`` in order, and a count of calls made."""
+    queue = list(messages)
+    calls = [0]
+
+    async def receive() -> dict[str, Any]:
+        calls[0] += 1
+        return queue.pop(0)
+
+    return receive, calls
+
+
+def _part(body: bytes, more: bool = True) -> dict[str, Any]:
+    return {"type": "http.request", "body": body, "more_body": more}
+
+
+def _scope(length: int | None = None) -> Scope:
+    headers = [(b"content-length", str(length).encode())] if length is not None else []
+    return {"type": "http", "headers": headers}
+
+
+async def test_a_body_in_one_message_is_read_with_one_receive() -> None:
+    receive, calls = _script(_part(b"{}", more=False))
+    assert await _read_body(_scope(2), receive, LIMIT) == b"{}"
+    assert calls == [1]
+
+
+async def test_a_body_ending_within_the_buffer_is_joined() -> None:
+    receive, _calls = _script(_part(b"a" * 1000), _part(b"b" * 1000), _part(b"", more=False))
+    assert await _read_body(_scope(), receive, LIMIT) == b"a" * 1000 + b"b" * 1000
+
+
+async def test_a_longer_body_is_its_start_and_a_stream_of_the_rest() -> None:
+    piece = b"x" * (BUFFER_BYTES // 2)
+    receive, calls = _script(_part(piece), _part(piece), _part(b"tail1"), _part(b"tail2", more=False))
+    body = await _read_body(_scope(BUFFER_BYTES + 10), receive, LIMIT)
+    assert isinstance(body, _StreamedBody)
+    assert (body.prefix, body.length, body.started, calls[0]) == (piece + piece, BUFFER_BYTES + 10, False, 2)
+    assert [chunk async for chunk in body] == [b"tail1", b"tail2"]
+    assert body.started and not body.too_large and not body.client_gone
+
+
+async def test_a_chunked_body_crossing_the_limit_is_refused_before_or_while_it_streams() -> None:
+    receive, _calls = _script(_part(b"x" * 10), _part(b"x" * LIMIT))
+    with pytest.raises(apierrors.APIError) as refused:
+        await _read_body(_scope(), receive, LIMIT)  # within the start: at once
+    assert refused.value.code == 413
+    piece = b"x" * BUFFER_BYTES
+    receive, _calls = _script(_part(piece), _part(b"y" * LIMIT), _part(b"", more=False))
+    body = await _read_body(_scope(), receive, LIMIT)
+    assert isinstance(body, _StreamedBody) and body.length is None
+    with pytest.raises(apierrors.APIError) as refused:
+        [chunk async for chunk in body]
+    assert refused.value.code == 413 and body.too_large
+
+
+async def test_a_client_leaving_mid_body_ends_the_stream() -> None:
+    receive, _calls = _script(_part(b"x" * BUFFER_BYTES), {"type": "http.disconnect"})
+    body = await _read_body(_scope(), receive, LIMIT)
+    assert isinstance(body, _StreamedBody)
+    with pytest.raises(ClientGone):
+        [chunk async for chunk in body]
+    assert body.client_gone

@@ -362,6 +362,8 @@ async def _read_body(scope: Scope, receive: Receive, limit: int = 0) -> bytes | 
         return body
     chunks: list[bytes] = [msg.get("body", b"")]
     size = len(chunks[0])
+    if limit and size > limit:
+        raise apierrors.request_entity_too_large(limit)
     while size < BUFFER_BYTES:
         msg = await receive()
         if msg["type"] != "http.request":

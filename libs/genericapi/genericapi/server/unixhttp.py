@@ -197,7 +197,9 @@ class _Connection(asyncio.Protocol):
         if self.writer is not None and not self.writer.done() and self.writer is not asyncio.current_task():
             self.writer.cancel()
         if self.transport is not None:
-            self.transport.close()
+            # abort, not close: close would first wait to flush what is buffered, forever if the
+            # backend has stopped reading (a streamed body given up on).
+            self.transport.abort()
 
     async def _write_body(self, body: BodyStream, chunked: bool) -> None:
         """Write a streamed request body as the backend's socket takes it (chunk-framed when its
