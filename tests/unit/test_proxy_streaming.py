@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import pytest
 import uvicorn
 from genericapi.apimachinery import errors as apierrors
 from genericapi.server.corking import CorkedHttpToolsProtocol
-from genericapi.server.proxy import BUFFER_BYTES, ClientGone, ReverseProxy, _read_body, _StreamedBody
+from genericapi.server.proxy import BUFFER_BYTES, AbortHandler, ClientGone, ReverseProxy, _read_body, _StreamedBody
 from starlette.types import Receive, Scope, Send
 
 MB = 1 << 20
@@ -253,7 +254,9 @@ async def test_small_bodies_pass_whole(kind: str, rig: Rig) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_backend_dying_mid_body_cuts_the_answer_off(kind: str, rig: Rig) -> None:
+async def test_a_backend_dying_mid_body_cuts_the_answer_off(kind: str, rig: Rig,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="genericapi.server.proxy")
     async with aiohttp.ClientSession() as session:
         resp = await _within("the answer's head", session.get(rig.url[kind] + "/dies"))
         assert resp.status == 200 and resp.headers["Content-Length"] == str(BIG)
@@ -262,6 +265,19 @@ async def test_a_backend_dying_mid_body_cuts_the_answer_off(kind: str, rig: Rig)
         resp.close()
         async with session.get(rig.url[kind] + "/small") as again:  # the proxy serves the next one
             assert (again.status, await again.read()) == (200, b'{"small":true}')
+    assert any(r.getMessage().startswith("timeout or abort while handling: method=GET URI='/dies': ")
+               for r in caplog.records)
+
+
+def test_uvicorn_logs_no_traceback_for_an_aborted_answer() -> None:
+    """Go's net/http logs nothing for ErrAbortHandler; other failures keep uvicorn's traceback."""
+    def record(err: BaseException) -> logging.LogRecord:
+        return logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1, "Exception in ASGI application",
+                                 None, (type(err), err, None))
+
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    assert not uvicorn_log.filter(record(AbortHandler()))
+    assert uvicorn_log.filter(record(RuntimeError("a bug")))
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -63,6 +63,16 @@ class AbortHandler(Exception):
         super().__init__("net/http: abort Handler")
 
 
+class _QuietAbort(logging.Filter):
+    """Drops uvicorn's "Exception in ASGI application" traceback for an AbortHandler: Go's
+    net/http does not log ErrAbortHandler either (the proxy has logged its one line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], AbortHandler))
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietAbort())
+
 #: Chooses the upstream base URL for a request scope (the gateway's routing table).
 UpstreamPicker = Callable[[Scope], list[str]]
 
@@ -196,7 +206,7 @@ class ReverseProxy:
                         await _send_whole(send, unix_resp.status, unix_resp.headers, data)
                         return
                     await self._relay_sized(unix_resp.status, unix_resp.headers, data, unix_resp.iter_chunks(),
-                                            unix_resp.close, receive, send)
+                                            unix_resp.close, receive, send, f"method={method} URI={target!r}")
                     return
                 await self._relay_unix(unix_resp, receive, send)
                 return
@@ -229,7 +239,7 @@ class ReverseProxy:
                     return
                 try:
                     await self._relay_sized(resp.status, raw_headers, data, resp.content.iter_any(), resp.close,
-                                            receive, send)
+                                            receive, send, f"method={method} URI={target!r}")
                 finally:
                     resp.release()
                 return
@@ -248,7 +258,7 @@ class ReverseProxy:
 
     async def _relay_sized(self, status: int, headers: list[tuple[bytes, bytes]], first: bytes,
                            rest: AsyncIterator[bytes], close: Callable[[], None], receive: Receive,
-                           send: Send) -> None:
+                           send: Send, request: str) -> None:
         """A sized answer larger than the buffer: its start as read, the rest as it arrives, under
         the upstream's Content-Length (uvicorn counts the bytes against it). The client closing
         frees the upstream connection (``close``). An upstream failing mid-body aborts the client's
@@ -271,7 +281,9 @@ class ReverseProxy:
         if failed or not finished:
             close()
         if failed:
-            log.warning("aborting the answer to a client: its backend failed mid-body: %s", failed[0])
+            # kube-apiserver's WithPanicRecovery logs this line for http.ErrAbortHandler (and no
+            # stack); uvicorn's own traceback for it is filtered out (_QuietAbort).
+            log.warning("timeout or abort while handling: %s: the backend failed mid-answer: %s", request, failed[0])
             raise AbortHandler from failed[0]
         if finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
