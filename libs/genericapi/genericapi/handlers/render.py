@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.responses import Response
@@ -40,10 +41,36 @@ def _list_meta(result: ListResult) -> dict[str, Any]:
     return meta
 
 
+#: Rows of a Table LIST built and encoded at a time. A list of this many objects or fewer is built
+#: whole as ever; a longer one holds its rows' JSON (the answer's size), never every row's dicts and
+#: the whole body besides (4.4x a 20,000-ConfigMap Table's 10 MB in extra RSS, built whole). 500
+#: rows are ~250 KB of JSON, about one piece of a streamed list (LIST_PIECE_BYTES).
+TABLE_BATCH = 500
+
+
+def _table_list(store: Store, result: ListResult, out: Output, meta: dict[str, Any]) -> Response:
+    """A long Table LIST: the Table without rows as the head, then the rows built and encoded
+    ``TABLE_BATCH`` objects at a time (one clock for every row's age), spliced and streamed as a
+    JSON list is; the bytes are those of the whole Table encoded at once."""
+    info = store.info
+    now = datetime.now(UTC)
+    objs = [o for o, _ in result.items]
+
+    def table(batch: list[dict[str, Any]]) -> dict[str, Any]:
+        return tables.build_table(info.group, info.plural, batch, include_object=out.include_object, now=now,
+                                  list_meta=meta, printer=store.strategy.table_printer)
+
+    head = dumps(table([]))  # ...,"rows":[]}
+    rows = [dumps(table(objs[i:i + TABLE_BATCH])["rows"])[1:-1] for i in range(0, len(objs), TABLE_BATCH)]
+    return list_response(head[:-3] + b"[", rows, b"]}")
+
+
 def render_list(store: Store, result: ListResult, out: Output, pretty: bool) -> Response:
     info = store.info
     meta = _list_meta(result)
     if out.mode == "table":
+        if len(result.items) > TABLE_BATCH and not pretty:
+            return _table_list(store, result, out, meta)
         table = tables.build_table(info.group, info.plural, [o for o, _ in result.items],
                                    include_object=out.include_object, list_meta=meta,
                                    printer=store.strategy.table_printer)

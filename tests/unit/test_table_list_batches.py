@@ -1,0 +1,95 @@
+"""A long Table LIST is built and encoded TABLE_BATCH rows at a time and streamed as a JSON list is
+(genericapi.handlers.render): its bytes are exactly those of the whole Table encoded at once, for
+every ``includeObject``, short and long lists, and with a continue token and remaining count."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+from genericapi.apimachinery import tables
+from genericapi.apimachinery.resources import ResourceInfo
+from genericapi.handlers.negotiation import Output
+from genericapi.handlers.render import TABLE_BATCH, render_list
+from genericapi.handlers.responses import StreamedListResponse
+from genericapi.registry.options import ListResult
+from genericapi.registry.store import Store
+from genericapi.registry.strategy import Strategy
+from genericapi.storage.etcd import EtcdClient
+from starlette.responses import Response
+
+CM = ResourceInfo("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",))
+POD = ResourceInfo("", "v1", "Pod", "pods", "pod", True, ("po",))
+
+
+def store(info: ResourceInfo) -> Store:
+    """A real store; rendering reads only its resource info and strategy (nothing reaches etcd)."""
+    return Store(info, Strategy(info), EtcdClient(["http://127.0.0.1:1"]), f"/render/{info.plural}")
+
+
+def objects(info: ResourceInfo, n: int) -> list[dict[str, Any]]:
+    """Objects without a creationTimestamp: every row's age is "<unknown>" whenever it is built."""
+    out = []
+    for i in range(n):
+        obj: dict[str, Any] = {"apiVersion": "v1", "kind": info.kind,
+                               "metadata": {"name": f"o-{i:05d}", "namespace": "ns", "uid": f"u-{i}",
+                                            "resourceVersion": str(10 + i), "labels": {"i": str(i)}}}
+        if info.kind == "Pod":
+            obj["spec"] = {"containers": [{"name": "c", "image": "nginx"}]}
+            obj["status"] = {"phase": "Pending"}
+        else:
+            obj["data"] = {"k": "v" * (i % 50)}
+        out.append(obj)
+    return out
+
+
+def body_of(resp: Response) -> bytes:
+    if isinstance(resp, StreamedListResponse):
+        return b"".join(resp.body)
+    return bytes(resp.body)
+
+
+def sent(resp: Response) -> bytes:
+    """What the response sends over ASGI."""
+    messages: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        messages.append(message)
+
+    async def receive() -> dict[str, Any]:
+        raise AssertionError("nothing is read")
+
+    asyncio.run(resp({"type": "http", "method": "GET"}, receive, send))  # type: ignore[arg-type]
+    start, *rest = messages
+    body = b"".join(m.get("body", b"") for m in rest)
+    assert dict(start["headers"])[b"content-length"] == str(len(body)).encode()
+    return body
+
+
+@pytest.mark.parametrize("info", [CM, POD], ids=["configmaps", "pods"])
+@pytest.mark.parametrize("include", ["None", "Metadata", "Object"])
+@pytest.mark.parametrize("n", [0, 1, TABLE_BATCH, TABLE_BATCH + 1, 3 * TABLE_BATCH + 7])
+def test_batched_table_bytes_are_the_whole_tables(info: ResourceInfo, include: str, n: int) -> None:
+    items = [(o, orjson.dumps(o)) for o in objects(info, n)]
+    result = ListResult(items, 1234, continue_token="tok" if n else "", remaining=5 if n else None)
+    resp = render_list(store(info), result, Output("table", include_object=include), pretty=False)
+    meta: dict[str, Any] = {"resourceVersion": "1234"}
+    if n:
+        meta.update({"continue": "tok", "remainingItemCount": 5})
+    whole = orjson.dumps(tables.build_table(info.group, info.plural, [o for o, _ in items], include_object=include,
+                                            list_meta=meta))
+    assert body_of(resp) == whole
+    assert sent(resp) == whole
+    assert len(orjson.loads(whole)["rows"]) == n
+
+
+def test_a_long_table_streams_and_pretty_stays_whole() -> None:
+    items = [(o, orjson.dumps(o)) for o in objects(POD, 4000)]
+    result = ListResult(items, 99)
+    streamed = render_list(store(POD), result, Output("table"), pretty=False)
+    assert isinstance(streamed, StreamedListResponse)
+    pretty = render_list(store(POD), result, Output("table"), pretty=True)
+    assert not isinstance(pretty, StreamedListResponse)
+    assert orjson.loads(bytes(pretty.body)) == orjson.loads(body_of(streamed))
