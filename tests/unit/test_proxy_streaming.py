@@ -78,6 +78,12 @@ class Backend:
             self.freed.set()
         elif path == "/upload":
             await self._upload(scope, receive, send)
+        elif path == "/early":  # answers without reading the body (as a 401 or a 413 would)
+            body = b'{"early":true}'
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
         else:
             body = b'{"small":true}'
             await send({"type": "http.response.start", "status": 200,
@@ -370,3 +376,20 @@ async def test_a_client_leaving_mid_body_ends_the_stream() -> None:
     with pytest.raises(ClientGone):
         [chunk async for chunk in body]
     assert body.client_gone
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_answer_before_the_body_ended_is_relayed(kind: str, rig: Rig) -> None:
+    """The backend answers while the client still sends a streamed body: the client gets that
+    answer, and the proxy serves the next request."""
+    async def upload() -> AsyncIterator[bytes]:
+        for offset in range(0, 2 * MB, 256 * 1024):
+            yield pattern(offset, 256 * 1024)
+            await asyncio.sleep(0.01)
+
+    async with aiohttp.ClientSession() as session:
+        async with session.post(rig.url[kind] + "/early", data=upload(),
+                                headers={"Content-Length": str(2 * MB)}) as resp:
+            assert (resp.status, await _within("the early answer", resp.read())) == (403, b'{"early":true}')
+        async with session.get(rig.url[kind] + "/small") as again:
+            assert (again.status, await again.read()) == (200, b'{"small":true}')
