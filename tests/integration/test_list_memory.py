@@ -172,6 +172,23 @@ def test_a_table_list_of_20000_objects_within_the_rss_budget(big: ChainHandle) -
     assert worst <= MAX_RATIO, f"core-api's peak RSS grew {worst:.2f}x the Table's size: {figures}"
 
 
+def test_a_partial_metadata_list_of_20000_objects_within_the_rss_budget(big: ChainHandle) -> None:
+    """Metadata informers ask for a PartialObjectMetadataList: built 500 items at a time too."""
+    chain = big.chain
+    pid = chain.processes["core-api"].pid
+    accept = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+    ratio, size, seconds, raw, headers = _measured_list(pid, lambda: _core_get(chain, CMS, accept))
+    print(f"core-api PartialObjectMetadataList of {COUNT}: extra peak RSS / body bytes {ratio:.2f}, "
+          f"{size} bytes, {seconds:.2f} s")
+    assert int(headers["content-length"]) == len(raw)
+    doc = orjson.loads(raw)
+    assert (doc["kind"], len(doc["items"])) == ("PartialObjectMetadataList", COUNT)
+    assert doc["items"][-1] == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                "metadata": doc["items"][-1]["metadata"]}
+    assert doc["items"][-1]["metadata"]["name"] == f"cm-{COUNT - 1:05d}"
+    assert ratio <= MAX_RATIO, f"core-api's peak RSS grew {ratio:.2f}x the list's size"
+
+
 def test_the_same_list_through_the_gateway_within_its_rss_budget(big: ChainHandle) -> None:
     pid = big.chain.processes["aggregator"].pid
 

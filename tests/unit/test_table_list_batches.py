@@ -1,4 +1,4 @@
-"""A long Table LIST is built and encoded TABLE_BATCH rows at a time and streamed as a JSON list is
+"""A long Table LIST is built and encoded BATCH rows at a time and streamed as a JSON list is
 (genericapi.handlers.render): its bytes are exactly those of the whole Table encoded at once, for
 every ``includeObject``, short and long lists, and with a continue token and remaining count."""
 
@@ -12,7 +12,7 @@ import pytest
 from genericapi.apimachinery import tables
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.handlers.negotiation import Output
-from genericapi.handlers.render import TABLE_BATCH, render_list
+from genericapi.handlers.render import BATCH, render_list
 from genericapi.handlers.responses import StreamedListResponse
 from genericapi.registry.options import ListResult
 from genericapi.registry.store import Store
@@ -70,7 +70,7 @@ def sent(resp: Response) -> bytes:
 
 @pytest.mark.parametrize("info", [CM, POD], ids=["configmaps", "pods"])
 @pytest.mark.parametrize("include", ["None", "Metadata", "Object"])
-@pytest.mark.parametrize("n", [0, 1, TABLE_BATCH, TABLE_BATCH + 1, 3 * TABLE_BATCH + 7])
+@pytest.mark.parametrize("n", [0, 1, BATCH, BATCH + 1, 3 * BATCH + 7])
 def test_batched_table_bytes_are_the_whole_tables(info: ResourceInfo, include: str, n: int) -> None:
     items = [(o, orjson.dumps(o)) for o in objects(info, n)]
     result = ListResult(items, 1234, continue_token="tok" if n else "", remaining=5 if n else None)
@@ -93,3 +93,16 @@ def test_a_long_table_streams_and_pretty_stays_whole() -> None:
     pretty = render_list(store(POD), result, Output("table"), pretty=True)
     assert not isinstance(pretty, StreamedListResponse)
     assert orjson.loads(bytes(pretty.body)) == orjson.loads(body_of(streamed))
+
+
+@pytest.mark.parametrize("n", [0, 1, BATCH, BATCH + 1, 3 * BATCH + 7])
+def test_batched_partial_metadata_lists_are_the_whole_lists(n: int) -> None:
+    items = [(o, orjson.dumps(o)) for o in objects(CM, n)]
+    resp = render_list(store(CM), ListResult(items, 77, remaining=3), Output("partial"), pretty=False)
+    whole = orjson.dumps({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                          "metadata": {"resourceVersion": "77", "remainingItemCount": 3},
+                          "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                     "metadata": o["metadata"]} for o, _ in items]})
+    assert body_of(resp) == whole
+    assert sent(resp) == whole
+    assert isinstance(resp, StreamedListResponse) == (len(whole) > 256 * 1024)

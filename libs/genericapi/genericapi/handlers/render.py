@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,43 +42,55 @@ def _list_meta(result: ListResult) -> dict[str, Any]:
     return meta
 
 
-#: Rows of a Table LIST built and encoded at a time. A list of this many objects or fewer is built
-#: whole as ever; a longer one holds its rows' JSON (the answer's size), never every row's dicts and
-#: the whole body besides (4.4x a 20,000-ConfigMap Table's 10 MB in extra RSS, built whole). 500
-#: rows are ~250 KB of JSON, about one piece of a streamed list (LIST_PIECE_BYTES).
-TABLE_BATCH = 500
+#: Rows (or PartialObjectMetadata items) of a Table (PartialObjectMetadataList) LIST built and
+#: encoded at a time. A list of this many objects or fewer is built whole as ever; a longer one
+#: holds its rows' JSON (the answer's size), never every row's dicts and the whole body besides
+#: (4.4x a 20,000-ConfigMap Table's 10 MB in extra RSS, built whole). 500 rows are ~250 KB of JSON,
+#: about one piece of a streamed list (LIST_PIECE_BYTES).
+BATCH = 500
+
+
+def _batched(head: dict[str, Any], key: str, objs: list[dict[str, Any]],
+             encode: Callable[[list[dict[str, Any]]], list[Any]]) -> Response:
+    """``head`` (whose last key, ``key``, is an empty list) with that list filled by ``encode`` of
+    ``BATCH`` objects at a time, each batch encoded once and spliced, then streamed as a JSON list
+    is; the bytes are those of the whole document encoded at once."""
+    start = dumps(head)
+    suffix = b'"' + key.encode() + b'":[]}'
+    assert start.endswith(suffix), start[-40:]
+    pieces = [dumps(encode(objs[i:i + BATCH]))[1:-1] for i in range(0, len(objs), BATCH)]
+    return list_response(start[:-2], pieces, b"]}")
 
 
 def _table_list(store: Store, result: ListResult, out: Output, meta: dict[str, Any]) -> Response:
-    """A long Table LIST: the Table without rows as the head, then the rows built and encoded
-    ``TABLE_BATCH`` objects at a time (one clock for every row's age), spliced and streamed as a
-    JSON list is; the bytes are those of the whole Table encoded at once."""
+    """A long Table LIST: the Table without rows as the head, then the rows built ``BATCH`` objects
+    at a time (one clock for every row's age)."""
     info = store.info
     now = datetime.now(UTC)
-    objs = [o for o, _ in result.items]
 
     def table(batch: list[dict[str, Any]]) -> dict[str, Any]:
         return tables.build_table(info.group, info.plural, batch, include_object=out.include_object, now=now,
                                   list_meta=meta, printer=store.strategy.table_printer)
 
-    head = dumps(table([]))  # ...,"rows":[]}
-    rows = [dumps(table(objs[i:i + TABLE_BATCH])["rows"])[1:-1] for i in range(0, len(objs), TABLE_BATCH)]
-    return list_response(head[:-3] + b"[", rows, b"]}")
+    return _batched(table([]), "rows", [o for o, _ in result.items], lambda batch: table(batch)["rows"])
 
 
 def render_list(store: Store, result: ListResult, out: Output, pretty: bool) -> Response:
     info = store.info
     meta = _list_meta(result)
     if out.mode == "table":
-        if len(result.items) > TABLE_BATCH and not pretty:
+        if len(result.items) > BATCH and not pretty:
             return _table_list(store, result, out, meta)
         table = tables.build_table(info.group, info.plural, [o for o, _ in result.items],
                                    include_object=out.include_object, list_meta=meta,
                                    printer=store.strategy.table_printer)
         return object_response(table, pretty=pretty)
     if out.mode == "partial":
-        body = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
-                "items": [partial(o) for o, _ in result.items]}
+        body: dict[str, Any] = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+                                "items": []}
+        if len(result.items) > BATCH and not pretty:
+            return _batched(body, "items", [o for o, _ in result.items], lambda batch: [partial(o) for o in batch])
+        body["items"] = [partial(o) for o, _ in result.items]
         return object_response(body, pretty=pretty)
     if pretty or out.yaml:
         doc = {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta,
