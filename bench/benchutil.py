@@ -1,4 +1,5 @@
-"""What every bench module shares: the concurrency, the concurrent runner, percentiles and client certificates.
+"""What every bench module shares: the concurrency, the concurrent runner, percentiles, a CPU speed probe and
+client certificates.
 
 bench.py, rbac_bench.py and audit_bench.py each measured with their own copy of these; one copy
 keeps their figures comparable (same workers, same way of counting time).
@@ -36,6 +37,19 @@ def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile (0..1) of ``values``, nearest rank."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def python_speed_ms(rounds: int = 3) -> float:
+    """CPU ms this process takes for a fixed pure-Python loop, the least of ``rounds``: how much work a
+    CPU second buys right now. On this shared machine it moves with what else runs (0.30-0.96 s within
+    minutes at load 5-6), and the CPU-per-request figures read from /proc move with it."""
+    best = float("inf")
+    for _ in range(rounds):
+        start, x = time.process_time(), 0
+        for i in range(5_000_000):
+            x += i * i
+        best = min(best, time.process_time() - start)
+    return best * 1000
 
 
 def client_ssl(chain: Chain, user: str) -> ssl.SSLContext:
