@@ -25,6 +25,7 @@ from genericapi.controllers import (
     WatchEvent,
     WorkQueue,
 )
+from genericapi.controllers.informer import metadata_only
 from genericapi.registry.store import Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage.etcd import EtcdClient
@@ -237,6 +238,27 @@ async def test_informer_lists_watches_and_tells_handlers(cms: Store) -> None:
     late: list[str] = []
     informer.add_handler(lambda t, o, _old: late.append(f"{t}:{o['metadata']['name']}"))
     assert late == ["ADDED:new"]  # a late handler is told of what is cached
+    await informer.stop()
+
+
+async def test_a_transform_reduces_what_the_informer_keeps_and_tells(cms: Store) -> None:
+    """client-go's SetTransform: applied to listed and watched objects before caching and handlers
+    (kube's metadata informers: no data, no managedFields)."""
+    client = LocalClient(cms)
+    await client.create("tr", cm("pre", big="x" * 100))
+    informer = Informer(client, "tr", transform=metadata_only)
+    seen: list[dict[str, Any]] = []
+    informer.add_handler(lambda _t, o, _old: seen.append(o))
+    await informer.start()
+    await asyncio.wait_for(informer.wait_synced(), 5)
+    await client.create("tr", cm("new", k="v"))
+    await client.patch("tr", "new", {"metadata": {"labels": {"l": "1"}}})
+    await eventually(lambda: len(seen) >= 3)
+    for obj in [*seen, *informer.items()]:
+        assert set(obj) == {"apiVersion", "kind", "metadata"}, obj
+        assert "managedFields" not in obj["metadata"] and obj["metadata"]["resourceVersion"]
+    assert (informer.get("tr", "new") or {})["metadata"]["labels"] == {"l": "1"}
+    assert (await client.get("tr", "new"))["data"] == {"k": "v"}  # the objects themselves are whole
     await informer.stop()
 
 

@@ -4,7 +4,9 @@ As client-go's shared informer: list, then watch from the list's resourceVersion
 ends is resumed from the last version seen; a 410 (version too old) relists and reports the
 difference (objects gone while away arrive as DELETED), so handlers stay level-triggered.
 Handlers run synchronously on the informer's task and must only enqueue work; cached objects
-are shared and read-only (copy before changing one).
+are shared and read-only (copy before changing one). A ``transform`` (client-go's
+``SetTransform``) reduces each object before it is cached and handed to handlers: the controllers
+run inside core-api, so every object their informers hold counts against the API server's memory.
 """
 
 from __future__ import annotations
@@ -25,7 +27,18 @@ log = logging.getLogger(__name__)
 
 #: (event type, object, previous object or None) -> None
 Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
+#: An object as listed or watched -> what the informer keeps of it (must keep metadata's
+#: name, namespace and resourceVersion).
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
 Key = tuple[str, str]
+
+
+def metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as kube's metadata informers hold it: apiVersion, kind and metadata, without
+    managedFields (kube-controller-manager trims those from every informer's cache)."""
+    meta = obj.get("metadata") or {}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def object_key(obj: dict[str, Any]) -> Key:
@@ -36,12 +49,13 @@ def object_key(obj: dict[str, Any]) -> Key:
 class Informer:
     """list + watch one resource into a local cache; relists on 410; calls handlers."""
 
-    def __init__(self, client: ResourceClient, namespace: str = "") -> None:
+    def __init__(self, client: ResourceClient, namespace: str = "", transform: Transform | None = None) -> None:
         # kube's informers are shared, listing and watching as kube-controller-manager itself.
         if isinstance(client, AuthorizingClient) and client.shared is not None:
             client = client.shared
         self.client = client
         self.namespace = namespace
+        self._transform = transform
         self.resource_version = ""
         self._cache: dict[Key, dict[str, Any]] = {}
         self._handlers: list[Handler] = []
@@ -115,7 +129,7 @@ class Informer:
         token = ""
         while True:
             page, rv, token = await self.client.list(self.namespace, continue_token=token)
-            items.extend(page)
+            items.extend(page if self._transform is None else map(self._transform, page))
             if not token:
                 break
         fresh = {object_key(o): o for o in items}
@@ -144,6 +158,8 @@ class Informer:
             code = obj.get("code")
             raise APIError(int(code) if isinstance(code, int) else 500, str(obj.get("reason") or "InternalError"),
                            str(obj.get("message") or "watch error"))
+        if self._transform is not None:
+            obj = self._transform(obj)
         key = object_key(obj)
         if rv:
             self.resource_version = rv

@@ -31,6 +31,7 @@ from typing import Any
 
 from genericapi.apimachinery.errors import APIError
 from genericapi.controllers import APIResource, ClientSet, Controller, Informer, ResourceClient, WorkQueue
+from genericapi.controllers.informer import metadata_only
 from genericapi.controllers.retry import get_or_none, update_on_conflict
 
 from .garbagecollector_graph import (
@@ -98,7 +99,9 @@ class GarbageCollector(Controller):
                 continue
             if current is not None:
                 await current.stop()
-            informer = Informer(self.clients.client(res.group, res.plural, res.version))
+            # kube's collector watches through metadata informers: the graph needs identity, owners,
+            # finalizers and deletionTimestamp; it reads an object whole only when it acts on it.
+            informer = Informer(self.clients.client(res.group, res.plural, res.version), transform=metadata_only)
             informer.add_handler(self._event)
             self.monitors[key] = informer
             await informer.start()
