@@ -11,10 +11,9 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
 
-import orjson
+from genericapi.apimachinery.schemas import SchemaCatalog
 
 Obj = Mapping[str, Any]
 Cells = list[Any]
@@ -51,14 +50,10 @@ def register(group: str, resources_: Sequence[str], columns: Sequence[dict[str, 
 # --- column definitions ----------------------------------------------------------------------
 
 
-@functools.cache
-def _definitions() -> dict[str, Any]:
-    import kubernetes_validate
-
-    schemas = resources.files(kubernetes_validate) / "kubernetes-json-schema"
-    root = schemas / "v1.33.0-local" / "_definitions.json"
-    defs: dict[str, Any] = orjson.loads(root.read_bytes())["$defs"]
-    return defs
+def _definitions() -> dict[str, dict[str, Any]]:
+    # The catalog validation and OpenAPI use (one parse per process). Importing kubernetes_validate to
+    # find the file would load jsonschema with it (~3% of a service's start-up instructions).
+    return SchemaCatalog.load("1.33").definitions
 
 
 @functools.cache
@@ -67,7 +62,7 @@ def doc(definition: str, prop: str) -> str:
     try:
         schema = _definitions()[definition]
         return str(schema["properties"][prop].get("description", ""))
-    except (KeyError, OSError, ImportError, ValueError):
+    except (KeyError, OSError, RuntimeError, ValueError):
         return ""
 
 
