@@ -21,11 +21,11 @@ import errno
 import os
 import socket
 import ssl
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import httpx
 import orjson
 from yarl import URL
 
@@ -33,6 +33,9 @@ from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.go_json_errors import go_syntax_error
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver, host_port
 from genericapi.httpclient import new_http2_client, new_session
+
+if TYPE_CHECKING:
+    import httpx  # loaded by new_http2_client, only when a webhook picks HTTP/2 (start-up CPU)
 
 #: Requests in flight to one webhook; more wait (within their timeout) rather than pile up.
 MAX_IN_FLIGHT = 64
@@ -91,11 +94,24 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return out
 
 
+def _httpx_errors(*names: str) -> tuple[type[BaseException], ...]:
+    """httpx's exception classes ``names`` once the HTTP/2 path has loaded httpx; none before, when no
+    httpx error can have been raised (so importing this module does not import httpx)."""
+    module = sys.modules.get("httpx")
+    return tuple(getattr(module, name) for name in names) if module is not None else ()
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What a call raises when it got no HTTP answer (evaluated only when something was raised)."""
+    return (aiohttp.ClientError, OSError, *_httpx_errors("HTTPError"))
+
+
 def _transport_message(exc: BaseException, host: str, port: int) -> str:
     """Go's ``net/http`` words for a call that got no HTTP answer (aiohttp's, httpx's or the socket's
     own exception, whatever it was raised from)."""
     causes = _causes(exc)
-    if any(isinstance(c, TimeoutError | httpx.TimeoutException) for c in causes):
+    timeouts: tuple[type[BaseException], ...] = (TimeoutError, *_httpx_errors("TimeoutException"))
+    if any(isinstance(c, timeouts) for c in causes):
         return "context deadline exceeded"
     for cause in causes:
         if isinstance(cause, ssl.SSLCertVerificationError):
@@ -114,7 +130,9 @@ def _transport_message(exc: BaseException, host: str, port: int) -> str:
         if refused.errno == errno.ECONNREFUSED:
             return f"dial tcp {host_port(host, port)}: connect: connection refused"
         return f"dial tcp {host_port(host, port)}: {refused.strerror}"
-    if isinstance(exc, httpx.RemoteProtocolError | aiohttp.ServerDisconnectedError | ConnectionResetError):
+    eof: tuple[type[BaseException], ...] = (aiohttp.ServerDisconnectedError, ConnectionResetError,
+                                            *_httpx_errors("RemoteProtocolError"))
+    if isinstance(exc, eof):
         return "EOF"
     return str(exc) or type(exc).__name__
 
@@ -262,7 +280,7 @@ class WebhookClient:
                 status, payload, content_type = await self._post_http1(request_url, body, headers)
         except TimeoutError:
             raise
-        except (aiohttp.ClientError, httpx.HTTPError, OSError) as exc:
+        except _transport_errors() as exc:
             if self.http2:
                 self.protocol = ""  # learn it again: the webhook may have been replaced
             raise CallError(f'Post "{url}": {_transport_message(exc, host, port)}') from exc

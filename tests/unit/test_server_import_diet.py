@@ -1,0 +1,56 @@
+"""Each service's server module loads without the packages only some requests need (start-up CPU).
+
+Cold start is mostly import work; these packages are loaded where they are used instead, and this
+keeps a top-level import from bringing them back unnoticed: httpx (the admission webhook client's
+optional HTTP/2 path), kubernetes_validate and jsonschema (the Table printers need only its schema
+file). Each module is imported in a fresh interpreter, then the lazy path is taken to show the
+package still loads when needed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+#: Loaded on demand only (each was several percent of a service's import instructions under callgrind).
+_LAZY = ("httpx", "kubernetes_validate", "jsonschema")
+
+_PROBE = """
+import sys
+import {module}
+print(sorted(name for name in {lazy!r} if name in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("module", ["coreapi.server", "extensionsapi.server", "aggregator.server"])
+def test_server_module_does_not_import_lazy_packages(module: str) -> None:
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(module=module, lazy=_LAZY)],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+_LAZY_PATHS = """
+import asyncio, ssl, sys
+from genericapi.admission.client import WebhookClient, _transport_errors
+from genericapi.apimachinery.tables_common import doc
+assert doc("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "name").startswith("Name must be unique")
+assert "kubernetes_validate" not in sys.modules
+assert len(_transport_errors()) == 2 and "httpx" not in sys.modules
+
+async def main():
+    client = WebhookClient({"url": "https://127.0.0.1:1/hook"}, None)
+    client._client_for()
+    import httpx
+    assert httpx.HTTPError in _transport_errors()
+    await client.close()
+
+asyncio.run(main())
+print("ok")
+"""
+
+
+def test_lazy_paths_still_work() -> None:
+    out = subprocess.run([sys.executable, "-c", _LAZY_PATHS], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "ok"
