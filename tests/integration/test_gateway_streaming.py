@@ -23,10 +23,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.procmem import reset_peak, status_kib
 from support.procs import ChainHandle
 from support.streaming_backend import GROUP, GV, MIB, VERSION, StreamingBackend, pattern, serve_backend
 from support.waiting import eventually
@@ -104,16 +104,6 @@ def _until(what: str, check: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
-def _status_kib(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {key} for {pid}")
-
-
-def _reset_peak(pid: int) -> int:
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
-    return _status_kib(pid, "VmHWM")
 
 
 def _upload(chain: ChainHandle, body: bytes, chunked: bool = False,
@@ -240,10 +230,10 @@ def test_eight_large_downloads_keep_the_gateways_peak_memory_bounded(
         finally:
             conn.close()
 
-    before = _reset_peak(pid)
+    before = reset_peak(pid)
     with ThreadPoolExecutor(CLIENTS) as pool:
         sizes = list(pool.map(download, range(CLIENTS)))
-    grown = _status_kib(pid, "VmHWM") - before
+    grown = status_kib(pid, "VmHWM") - before
     assert sizes == [DOWNLOAD] * CLIENTS
     assert grown < MAX_DOWNLOAD_GROWTH_KIB, (
         f"the gateway's peak RSS grew by {grown} KiB relaying {CLIENTS} x {DOWNLOAD >> 20} MiB answers")
@@ -255,13 +245,13 @@ def test_eight_large_uploads_keep_the_gateways_peak_memory_bounded(
     pid = chain.chain.processes["aggregator"].pid
     body = pattern(3, BIG_UPLOAD)
     backend.expect(CLIENTS)  # the backend reads no body before all eight requests reached it
-    before = _reset_peak(pid)
+    before = reset_peak(pid)
     try:
         with ThreadPoolExecutor(CLIENTS) as pool:
             answers = list(pool.map(lambda _i: _upload(chain, body), range(CLIENTS)))
     finally:
         backend.expect(1)
-    grown = _status_kib(pid, "VmHWM") - before
+    grown = status_kib(pid, "VmHWM") - before
     for status, seen in answers:
         assert status == 201 and seen["bytes"] == BIG_UPLOAD
     assert grown < MAX_UPLOAD_GROWTH_KIB, (

@@ -23,13 +23,13 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from genericapi.storage.etcd import EtcdClient
 from support.coreapi_procs import backend_request
+from support.procmem import reset_peak, status_kib
 from support.procs import ChainHandle, start_chain
 
 from kubechain_cli.chain import Chain, _UnixHTTPConnection, etcd_tls_for, free_port
@@ -46,17 +46,6 @@ PAGE = 2_500
 ADMIN = {"X-Remote-User": "system:admin", "X-Remote-Group": "system:masters"}
 
 
-def _status_kib(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {key} for {pid}")
-
-
-def _reset_peak(pid: int) -> int:
-    """Reset ``VmHWM`` to the current RSS (Linux 4.0+) and return the RSS it starts from, in KiB."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
-    return _status_kib(pid, "VmHWM")
 
 
 def _core_get(chain: Chain, path: str, accept: str = "application/json") -> tuple[int, dict[str, str], bytes]:
@@ -122,11 +111,11 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainHandle]:
 def _measured_list(pid: int, get: Any) -> tuple[float, int, float, bytes, dict[str, str]]:
     """One LIST with the process's peak RSS reset first: (extra peak ÷ body bytes, body bytes,
     seconds, body, headers)."""
-    before = _reset_peak(pid)
+    before = reset_peak(pid)
     started = time.perf_counter()
     status, headers, raw = get()
     seconds = time.perf_counter() - started
-    extra = (_status_kib(pid, "VmHWM") - before) * 1024
+    extra = (status_kib(pid, "VmHWM") - before) * 1024
     assert status == 200, raw[:300]
     return extra / len(raw), len(raw), seconds, raw, headers
 

@@ -20,9 +20,9 @@ import http.client
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from support.procmem import reset_peak, status_kib
 from support.procs import ChainHandle
 
 pytestmark = pytest.mark.integration
@@ -34,17 +34,6 @@ SIZE = 50 << 20
 MAX_GROWTH_KIB = 100 * 1024
 
 
-def _status_kib(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {key} for {pid}")
-
-
-def _reset_peak(pid: int) -> int:
-    """Reset ``VmHWM`` to the current RSS (Linux 4.0+, the process's owner may) and return it."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
-    return _status_kib(pid, "VmHWM")
 
 
 def _configmap_body(name: str, size: int) -> tuple[int, Iterator[bytes]]:
@@ -84,12 +73,12 @@ def _upload(chain: ChainHandle, name: str, chunked: bool) -> tuple[int, dict[str
 
 def test_oversized_uploads_never_raise_the_gateways_peak_memory(chain: ChainHandle) -> None:
     pids = {name: chain.chain.processes[name].pid for name in ("aggregator", "core-api")}
-    before = {name: _reset_peak(pid) for name, pid in pids.items()}
+    before = {name: reset_peak(pid) for name, pid in pids.items()}
 
     with ThreadPoolExecutor(UPLOADS) as pool:
         answers = list(pool.map(lambda i: _upload(chain, f"upload-peak-{i}", chunked=bool(i % 2)), range(UPLOADS)))
 
-    grown = {name: _status_kib(pid, "VmHWM") - before[name] for name, pid in pids.items()}
+    grown = {name: status_kib(pid, "VmHWM") - before[name] for name, pid in pids.items()}
     for status, body in answers:
         assert (status, body.get("reason"), body.get("message")) == (
             413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728"), body
