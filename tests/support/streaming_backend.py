@@ -82,8 +82,8 @@ class StreamingBackend:
             await self._big(send, int(query.get("size", str(4 * MIB))))
         elif path.endswith("/blobs/dies"):
             size = int(query.get("size", str(4 * MIB)))
-            await _start(send, size)
-            await _pieces(send, 0, MIB)
+            await start_sized(send, size)
+            await send_pieces(send, 0, MIB)
             raise RuntimeError("the streaming backend dies mid-answer (as the test asked)")
         elif path.endswith("/blobs") and scope["method"] == "POST":
             await self._upload(scope, receive, send)
@@ -92,12 +92,12 @@ class StreamingBackend:
                                     "reason": "NotFound", "message": "not found"})
 
     async def _big(self, send: Send, size: int) -> None:
-        await _start(send, size)
+        await start_sized(send, size)
         half = size // 2
-        await _pieces(send, 0, half)
+        await send_pieces(send, 0, half)
         if self.hold:
             await asyncio.to_thread(self.release.wait, BARRIER_SECONDS * 3)
-        await _pieces(send, half, size - half)
+        await send_pieces(send, half, size - half)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -136,12 +136,14 @@ async def _json(send: Send, status: int, doc: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _start(send: Send, size: int) -> None:
+async def start_sized(send: Send, size: int) -> None:
+    """The start of a 200 answer of ``size`` bytes (a Content-Length)."""
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-type", b"application/octet-stream"), (b"content-length", str(size).encode())]})
 
 
-async def _pieces(send: Send, start: int, size: int) -> None:
+async def send_pieces(send: Send, start: int, size: int) -> None:
+    """Bytes ``start`` to ``start + size`` of ``pattern``, 256 KiB a send, more to come."""
     step = 256 * 1024
     for offset in range(start, start + size, step):
         await send({"type": "http.response.body", "body": pattern(offset, min(step, start + size - offset)),

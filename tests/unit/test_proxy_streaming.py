@@ -28,19 +28,13 @@ from genericapi.apimachinery import errors as apierrors
 from genericapi.server.corking import CorkedHttpToolsProtocol
 from genericapi.server.proxy import BUFFER_BYTES, AbortHandler, ClientGone, ReverseProxy, _read_body, _StreamedBody
 from starlette.types import Receive, Scope, Send
+from support.streaming_backend import pattern, send_pieces, start_sized
 
 MB = 1 << 20
 LIMIT = 3 * MB  # the gateway's body limit (genericapi.handlers.body.MAX_BODY_BYTES)
 BIG = 4 * MB
 DEADLINE = 30.0
 
-
-def pattern(start: int, size: int) -> bytes:
-    """Bytes ``start`` to ``start + size`` of a body whose every byte says where it is."""
-    block = bytes(range(256))
-    first = start % 256
-    data = (block * ((size + first) // 256 + 1))[first:first + size]
-    return data
 
 
 class Backend:
@@ -58,17 +52,17 @@ class Backend:
             return
         path = scope["path"]
         if path == "/big":  # half of a sized answer, then the rest once the test says so
-            await _start(send, BIG)
-            await _pieces(send, 0, BIG // 2)
+            await start_sized(send, BIG)
+            await send_pieces(send, 0, BIG // 2)
             await self.release.wait()
-            await _pieces(send, BIG // 2, BIG // 2)
+            await send_pieces(send, BIG // 2, BIG // 2)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         elif path == "/dies":  # 1 MB of a 4 MB answer, then the backend fails (uvicorn closes)
-            await _start(send, BIG)
-            await _pieces(send, 0, MB)
+            await start_sized(send, BIG)
+            await send_pieces(send, 0, MB)
             raise RuntimeError("the backend dies mid-answer (expected by the test)")
         elif path == "/endless":  # far more than anyone reads; notes when its client is gone
-            await _start(send, 1 << 40)
+            await start_sized(send, 1 << 40)
             gone = asyncio.ensure_future(_disconnected(receive))
             sent = 0
             while not gone.done():
@@ -115,16 +109,6 @@ class Backend:
         await send({"type": "http.response.body", "body": body})
 
 
-async def _start(send: Send, size: int) -> None:
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"application/octet-stream"), (b"content-length", str(size).encode())]})
-
-
-async def _pieces(send: Send, start: int, size: int) -> None:
-    step = 256 * 1024
-    for offset in range(start, start + size, step):
-        await send({"type": "http.response.body", "body": pattern(offset, min(step, start + size - offset)),
-                    "more_body": True})
 
 
 async def _disconnected(receive: Receive) -> None:
