@@ -3,8 +3,9 @@
 Cold start is mostly import work; these packages are loaded where they are used instead, and this
 keeps a top-level import from bringing them back unnoticed: httpx (the admission webhook client's
 optional HTTP/2 path), kubernetes_validate and jsonschema (the Table printers need only its schema
-file). Each module is imported in a fresh interpreter, then the lazy path is taken to show the
-package still loads when needed.
+file), the CEL interpreter and its bindings (only a CRD with ``x-kubernetes-validations``, a
+ValidatingAdmissionPolicy or a webhook's ``matchConditions`` needs them). Each module is imported
+in a fresh interpreter, then the lazy paths are taken to show the packages still load when needed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import sys
 import pytest
 
 #: Loaded on demand only (each was several percent of a service's import instructions under callgrind).
-_LAZY = ("httpx", "kubernetes_validate", "jsonschema")
+_LAZY = ("httpx", "kubernetes_validate", "jsonschema", "cel", "genericapi.apimachinery.cel.binding",
+         "genericapi.apimachinery.cel.compiler", "genericapi.apimachinery.cel.validator",
+         "genericapi.apimachinery.cel.admission", "genericapi.apimachinery.cel.library")
 
 _PROBE = """
 import sys
@@ -47,6 +50,16 @@ async def main():
     await client.close()
 
 asyncio.run(main())
+
+from genericapi.apimachinery import cel
+from genericapi.apimachinery.policy.compiled import CompiledPolicy
+assert "genericapi.apimachinery.cel.validator" not in sys.modules
+rule = {"rule": "self.replicas <= 5", "message": "too many"}
+schema = {"type": "object", "properties": {"replicas": {"type": "integer"}}, "x-kubernetes-validations": [rule]}
+validator, errs = cel.compile_schema(schema, "spec.validation.openAPIV3Schema")
+assert errs == [] and isinstance(validator, cel.CELValidator)
+policy = CompiledPolicy.compile({"metadata": {"name": "p"}, "spec": {"validations": [{"expression": "true"}]}})
+assert policy.validations[0].expression.program is not None
 print("ok")
 """
 

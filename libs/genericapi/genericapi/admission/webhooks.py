@@ -38,7 +38,6 @@ from genericapi.apimachinery import deepjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.admission import Attributes
 from genericapi.apimachinery.authorization import Authorizer
-from genericapi.apimachinery.cel.admission import Activation, admission_request
 from genericapi.apimachinery.errors import APIError
 from genericapi.registry.admissionchain import reinvocation
 from genericapi.registry.store import Store
@@ -156,6 +155,9 @@ class _WebhookPlugin:
         res, kind = found
         inv = Invocation(res.group, res.version, res.resource, kind, attrs.obj, attrs.old_obj)
         if hook.match_conditions:
+            # CEL is loaded by the time a hook's conditions are compiled (not at start-up)
+            from genericapi.apimachinery.cel.admission import Activation, admission_request
+
             versioned = await self._versioned(attrs, inv)
             result = hook.match_conditions.match(Activation(versioned.attrs, admission_request(versioned.attrs),
                                                             authorizer=self.authorizer,

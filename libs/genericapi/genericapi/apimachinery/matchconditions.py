@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .cel.admission import Activation, Expression, Paths, compile_expression, merge_paths
+if TYPE_CHECKING:
+    # CEL loads when conditions are compiled, not when the server starts (start-up CPU)
+    from .cel.admission import Activation, Expression, Paths
 
 FAIL = "Fail"
 IGNORE = "Ignore"
@@ -42,6 +44,8 @@ class MatchConditions:
     """The compiled conditions of one webhook or policy."""
 
     def __init__(self, conditions: Sequence[dict[str, Any]] | None, failure_policy: str | None = FAIL) -> None:
+        from .cel.admission import compile_expression, merge_paths
+
         self.conditions: list[tuple[str, Expression]] = [
             (str(c.get("name") or ""), compile_expression(str(c.get("expression") or "")))
             for c in conditions or () if isinstance(c, dict)]

@@ -15,14 +15,11 @@ an expression that is not a bool is found when it runs (it denies, or errors int
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 from genericapi.apimachinery import errors
-from genericapi.apimachinery.cel.admission import compile_expression
-from genericapi.apimachinery.cel.authz import FUNCTIONS as AUTHZ_FUNCTIONS
-from genericapi.apimachinery.cel.checks import find_issues
-from genericapi.apimachinery.cel.library import KNOWN_FUNCTIONS
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.validation_meta import (
     name_is_dns_subdomain,
@@ -47,7 +44,6 @@ _CEL_RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const"
                            "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
                            "void", "while"})
 _NEWLINES = re.compile(r"[\n\r]+")
-_FUNCTIONS = frozenset(KNOWN_FUNCTIONS) | frozenset(AUTHZ_FUNCTIONS)
 
 
 def _list(value: Any) -> list[Any]:
@@ -149,13 +145,26 @@ def _match_resources(mr: Any, path: str) -> list[FieldError]:
 
 
 # -- CEL ---------------------------------------------------------------------------------------------------
+@functools.cache
+def _functions() -> frozenset[str]:
+    """CEL's library and the authorizer's functions; CEL loads with the first policy validated, not at
+    start-up (start-up CPU)."""
+    from genericapi.apimachinery.cel.authz import FUNCTIONS as AUTHZ_FUNCTIONS
+    from genericapi.apimachinery.cel.library import KNOWN_FUNCTIONS
+
+    return frozenset(KNOWN_FUNCTIONS) | frozenset(AUTHZ_FUNCTIONS)
+
+
 def _expression(src: str, path: str, declared: frozenset[str], value: str | None = None) -> list[FieldError]:
     """cel-go's compile errors for ``src`` in an environment declaring ``declared``."""
+    from genericapi.apimachinery.cel.admission import compile_expression
+    from genericapi.apimachinery.cel.checks import find_issues
+
     compiled = compile_expression(src)
     shown = src if value is None else value
     if compiled.program is None:
         return [errors.invalid(path, shown, f"compilation failed: {compiled.error}")]
-    issues = find_issues(src, {}, _FUNCTIONS | declared, frozenset(), False)
+    issues = find_issues(src, {}, _functions() | declared, frozenset(), False)
     if issues:
         return [errors.invalid(path, shown, "compilation failed: " + "\n".join(issues))]
     return []

@@ -44,13 +44,24 @@ timestamps/durations have microsecond precision; ``quantity('1000m').isInteger()
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from genericapi.apimachinery.cel.compiler import compile_node
-from genericapi.apimachinery.cel.validator import CELValidator
 from genericapi.apimachinery.errors import FieldError
 
+if TYPE_CHECKING:
+    from genericapi.apimachinery.cel.validator import CELValidator
+
 __all__ = ["CELValidator", "compile_schema"]
+
+
+def __getattr__(name: str) -> Any:
+    """``CELValidator`` loads the interpreter when first asked for: importing the package (or a light
+    module of it, as the gateway's ``typed``) does not compile the rest (start-up CPU of every service)."""
+    if name == "CELValidator":
+        from genericapi.apimachinery.cel.validator import CELValidator
+
+        return CELValidator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def compile_schema(schema: dict[str, Any], path: str) -> tuple[CELValidator | None, list[FieldError]]:
@@ -59,6 +70,9 @@ def compile_schema(schema: dict[str, Any], path: str) -> tuple[CELValidator | No
     Returns the validator (None when the schema has no rules, or when a rule did not compile)
     and the CRD field errors, at ``<path>.properties[spec].x-kubernetes-validations[0].rule`` etc.
     """
+    from genericapi.apimachinery.cel.compiler import compile_node
+    from genericapi.apimachinery.cel.validator import CELValidator
+
     errs: list[FieldError] = []
     root = compile_node(schema, path, True, None, errs)
     if root is None or errs:

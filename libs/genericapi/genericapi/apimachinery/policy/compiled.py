@@ -10,12 +10,15 @@ audit annotations (string: published, null or empty: left out, anything else: an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from genericapi.apimachinery.cel.admission import Activation, Expression, Paths, compile_expression, merge_paths
 from genericapi.apimachinery.matchconditions import FAIL, IGNORE, MatchConditions
 
 from .matching import MatchResources
+
+if TYPE_CHECKING:
+    # CEL loads when a policy is compiled, not when the server starts (start-up CPU)
+    from genericapi.apimachinery.cel.admission import Activation, Expression, Paths
 
 MAX_MESSAGE_BYTES = 5 * 1024  # kube's MaxEvaluatedMessageExpressionSizeBytes
 ADMIT, DENY = "admit", "deny"
@@ -68,6 +71,8 @@ class CompiledPolicy:
     paths: Paths | None = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from genericapi.apimachinery.cel.admission import merge_paths
+
         exprs = [e for _n, e in self.conditions.conditions] + [e for _n, e in self.variables]
         for v in self.validations:
             exprs.append(v.expression)
@@ -78,6 +83,8 @@ class CompiledPolicy:
 
     @classmethod
     def compile(cls, policy: dict[str, Any]) -> CompiledPolicy:
+        from genericapi.apimachinery.cel.admission import compile_expression
+
         meta = policy.get("metadata") or {}
         spec = policy.get("spec") or {}
         failure = str(spec.get("failurePolicy") or FAIL)

@@ -33,7 +33,6 @@ import orjson
 
 from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery.authorization import Authorizer
-from genericapi.apimachinery.cel.admission import Activation, admission_request, namespace_object
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.labels import LabelSelectorError, from_label_selector_object
 from genericapi.apimachinery.matchconditions import IGNORE
@@ -218,6 +217,9 @@ class ValidatingAdmissionPolicyPlugin:
                                    f"'{gvk_text(policy.param_kind)}'")
                 continue
             if request is None:
+                # CEL is loaded by the time a policy is compiled and matched (not at start-up)
+                from genericapi.apimachinery.cel.admission import admission_request
+
                 request = admission_request(attrs)
             matched = policy.match.matched_resource(attrs, others) if others else None
             annotations: dict[str, list[str]] = {}
@@ -293,11 +295,15 @@ class ValidatingAdmissionPolicyPlugin:
         name = attrs.namespace
         if attrs.group == "" and attrs.kind == "Namespace" and attrs.version == "v1":
             name = ""  # kube unsets it for a Namespace request
+        from genericapi.apimachinery.cel.admission import namespace_object  # loaded with the policy
+
         return namespace_object(self.source.namespace(name)) if name else None
 
     def _evaluate(self, attrs: adm.Attributes, seen: tuple[adm.Attributes, Matched | None], request: dict[str, Any],
                   policy: CompiledPolicy, binding: _Binding, params: list[dict[str, Any] | None],
                   denials: list[_Denial], annotations: dict[str, list[str]]) -> None:
+        from genericapi.apimachinery.cel.admission import Activation  # loaded with the policy
+
         namespace = self._namespace(attrs)
         versioned, matched = seen
         request = self._request(attrs, request, matched)

@@ -12,24 +12,30 @@ types are not found.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from genericapi.apimachinery.cel.checks import find_issues
-from genericapi.apimachinery.cel.library import KNOWN_FUNCTIONS
 from genericapi.apimachinery.schemas import SchemaCatalog
 
-from ..cel import authz
-
 MAX_TYPES_TO_CHECK = 10
-_KNOWN = frozenset(KNOWN_FUNCTIONS) | frozenset(authz.FUNCTIONS) | frozenset(
-    {"request", "params", "namespaceObject", "authorizer", "variables"})
 _OBJECT_VARS = frozenset({"object", "oldObject"})
 
 #: (group, version, resource) -> (kind, schema of the kind with properties inline) or None.
 KindLookup = Callable[[str, str, str], "tuple[str, dict[str, Any]] | None"]
 
+
+
+@functools.cache
+def _known() -> frozenset[str]:
+    """The functions and variables a policy's expressions may name (CEL's library loads on first use,
+    not when the server starts)."""
+    from genericapi.apimachinery.cel import authz
+    from genericapi.apimachinery.cel.library import KNOWN_FUNCTIONS
+
+    return frozenset(KNOWN_FUNCTIONS) | frozenset(authz.FUNCTIONS) | frozenset(
+        {"request", "params", "namespaceObject", "authorizer", "variables"})
 
 @dataclass(frozen=True)
 class ExpressionWarning:
@@ -97,6 +103,8 @@ def check(policy: dict[str, Any], lookup: KindLookup) -> list[ExpressionWarning]
     types = types_to_check(policy, lookup)
     if not types:
         return []
+    from genericapi.apimachinery.cel.checks import find_issues
+
     warnings: list[ExpressionWarning] = []
     for i, v in enumerate((policy.get("spec") or {}).get("validations") or []):
         if not isinstance(v, dict):
@@ -108,7 +116,7 @@ def check(policy: dict[str, Any], lookup: KindLookup) -> list[ExpressionWarning]
             results = []
             for gvk, schema in types:
                 try:
-                    issues = find_issues(src, schema, _KNOWN, _OBJECT_VARS, True)
+                    issues = find_issues(src, schema, _known(), _OBJECT_VARS, True)
                 except Exception:  # an expression the token scanner cannot follow: nothing to report
                     issues = []
                 if issues:
