@@ -289,17 +289,35 @@ class ReverseProxy:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _relay_unix(self, resp: UnixResponse, receive: Receive, send: Send) -> None:
-        """Stream a chunked answer (a watch) through as it comes."""
+        """Stream a chunked answer (a watch) through as it comes, in the request's own task: one
+        more task waits for the client's disconnect (or shutdown, ``end_streams``) and then aborts
+        the upstream connection, which ends the loop. An open watch costs one extra task, not two
+        and an ``asyncio.wait`` (issue 15: memory per watcher)."""
         out_headers = [(k, v) for k, v in resp.headers if k.decode("latin-1") not in RESPONSE_OWN]
         await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
-
-        async def pump() -> None:
-            async for chunk in resp.iter_chunks():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-        finished = await self._stream(pump(), receive)
-        if not finished:
+        del out_headers
+        resp.headers.clear()  # read once: not kept for the stream's life (the connection resets it per request)
+        if self._ending_streams:
             resp.close()
+        else:
+            finished = False
+
+            def end(_task: asyncio.Future[None]) -> None:
+                if not finished:
+                    resp.close()  # the client left or the server is stopping: the loop below ends
+
+            watcher = asyncio.ensure_future(_disconnected(receive))
+            watcher.add_done_callback(end)
+            self._streams.add(watcher)
+            watcher.add_done_callback(self._streams.discard)
+            try:
+                while (chunk := await resp.next_chunk()):
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                finished = True  # the connection went back to the pool: the watcher must not abort it
+            except (OSError, UpstreamClosed):
+                pass  # the upstream ended mid-stream, or was aborted by ``end``
+            finally:
+                watcher.cancel()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -307,17 +325,11 @@ class ReverseProxy:
         """Run ``pump`` until it ends, the client disconnects or (``endable``: a watch) shutdown
         ends streams; whether the upstream body was read to its end."""
 
-        async def disconnected() -> None:
-            while True:
-                msg = await receive()
-                if msg["type"] == "http.disconnect":
-                    return
-
         if endable and self._ending_streams:
             pump.close()
             return False
         pump_task = asyncio.create_task(pump)
-        watch_task = asyncio.create_task(disconnected())
+        watch_task = asyncio.create_task(_disconnected(receive))
         if endable:
             self._streams.add(pump_task)
             pump_task.add_done_callback(self._streams.discard)
@@ -347,6 +359,14 @@ class ReverseProxy:
             resp.close()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Until the client has gone (the rest of a request body, if any, is read and dropped)."""
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            return
 
 
 async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]], data: bytes) -> None:

@@ -14,7 +14,6 @@ fast as the backend's socket takes it (``pause_writing``/``resume_writing``).
 from __future__ import annotations
 
 import asyncio
-import collections
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -42,7 +41,7 @@ class BodyStream(Protocol):
     def __aiter__(self) -> AsyncIterator[bytes]: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class UnixResponse:
     status: int
     headers: list[tuple[bytes, bytes]]
@@ -67,6 +66,11 @@ class UnixResponse:
             return data, True
         return data, False
 
+    async def next_chunk(self) -> bytes:
+        """The next piece of the body; b"" once it has ended (the connection is then back in the
+        pool). UpstreamClosed if the backend closed or the connection was given up (``close``)."""
+        return await self._conn.next_chunk()
+
     async def iter_chunks(self) -> AsyncIterator[bytes]:
         conn = self._conn
         while True:
@@ -81,13 +85,18 @@ class UnixResponse:
 
 
 class _Connection(asyncio.Protocol):
+    # Slots and a plain list for the body pieces: one of these lives as long as each open watch
+    # (issue 15, memory per watcher; a deque starts with a 64-slot block).
+    __slots__ = ("buffered", "chunks", "closed", "complete", "head", "headers", "keep_alive", "parser", "pool",
+                 "read_paused", "transport", "waiter", "writable", "writer")
+
     def __init__(self, pool: UnixHTTPPool) -> None:
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.headers: list[tuple[bytes, bytes]] = []
         self.head: asyncio.Future[None] | None = None
-        self.chunks: collections.deque[bytes] = collections.deque()
+        self.chunks: list[bytes] = []
         #: Body bytes in ``chunks``; reading is paused while it is BUFFER_BYTES or more.
         self.buffered = 0
         self.read_paused = False
@@ -177,7 +186,7 @@ class _Connection(asyncio.Protocol):
 
     def take_all(self) -> bytes:
         chunks = self.chunks
-        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         chunks.clear()
         self._taken(len(data))
         return data
@@ -188,12 +197,15 @@ class _Connection(asyncio.Protocol):
                 self.pool.release(self)
                 return _EOF
             await self.wait_body()
-        chunk = self.chunks.popleft()
+        chunk = self.chunks.pop(0)  # a few pieces at most: reading pauses at BUFFER_BYTES
         self._taken(len(chunk))
         return chunk
 
     def abort(self) -> None:
         self.closed = True
+        if not self.complete:
+            # Whoever waits for the head or the body learns now, not when connection_lost comes.
+            self._fail(UpstreamClosed("the connection to the backend was given up"))
         if self.writer is not None and not self.writer.done() and self.writer is not asyncio.current_task():
             self.writer.cancel()
         if self.transport is not None:
