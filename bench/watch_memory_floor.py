@@ -2,7 +2,8 @@
 gateway (uvloop, the chain's certificates, client certificates optional) with N open streaming
 answers, in a server process of its own, each variant measured as VmRSS growth per connection.
 
-  tls      uvloop TLS server, a bare asyncio.Protocol answering a chunked head and one chunk
+  tcp      uvloop plain TCP server, a bare asyncio.Protocol answering a chunked head and one chunk
+  tls      the same over TLS (tls-nocert: no client certificate asked; tls-notickets: no session tickets)
   uvicorn  uvicorn with the gateway's HTTP protocol (tls.ClientCertProtocol) and an ASGI app that
            sends the head and one chunk, then waits for the disconnect (one task, as a watch's
            least)
@@ -41,7 +42,7 @@ def server_main(variant: str, pki: str, port: int) -> None:
     head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
     chunk = b"%x\r\n%s\r\n" % (len(b'{"type":"ADDED"}\n'), b'{"type":"ADDED"}\n')
 
-    if variant.startswith("tls"):
+    if variant.startswith(("tls", "tcp")):
         class Stream(asyncio.Protocol):
             def connection_made(self, transport: asyncio.BaseTransport) -> None:
                 self.transport = transport
@@ -55,7 +56,8 @@ def server_main(variant: str, pki: str, port: int) -> None:
             ctx.verify_mode = ssl.CERT_NONE if "nocert" in variant else ssl.CERT_OPTIONAL
             if "notickets" in variant:
                 ctx.num_tickets = 0
-            server = await asyncio.get_running_loop().create_server(Stream, "127.0.0.1", port, ssl=ctx)
+            server = await asyncio.get_running_loop().create_server(Stream, "127.0.0.1", port,
+                                                                    ssl=None if variant == "tcp" else ctx)
             print("ready", flush=True)
             await server.serve_forever()
         uvloop.run(main())
@@ -115,7 +117,7 @@ async def measure(variant: str, pki: str, connections: int) -> float:
         ctx.load_cert_chain(*paths.pair("admin"))
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0),
                                         timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
-        url = f"https://127.0.0.1:{port}/api/v1/watch"
+        url = f"{'http' if variant == 'tcp' else 'https'}://127.0.0.1:{port}/api/v1/watch"
         responses: list[aiohttp.ClientResponse] = []
 
         async def open_one() -> None:
@@ -153,7 +155,7 @@ async def main_async(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--connections", type=int, default=300)
-    parser.add_argument("--variants", default="tls,uvicorn,tasks2")
+    parser.add_argument("--variants", default="tcp,tls,tls-nocert,uvicorn,tasks2")
     parser.add_argument("--serve")
     parser.add_argument("--pki")
     parser.add_argument("--port", type=int)
