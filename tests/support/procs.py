@@ -110,7 +110,9 @@ class ChainHandle:
 
     def kubectl(self, *args: str, version: str = "", input: str | None = None, check: bool = True,
                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        # Discovery cached per chain: kubectl keys its cache by host:port, and a later chain on a
+        # reused port serving other groups (--runtime-config) was answered from the earlier one's.
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig, KUBECACHEDIR=str(self.chain.data_dir / "kubectl-cache"))
         env.pop("KUBECTL_EXTERNAL_DIFF", None)
         proc = subprocess.run([kubectl_binary(version), *args], input=input, capture_output=True, text=True,
                               env=env, timeout=timeout)
