@@ -127,7 +127,11 @@ def test_ha_profile_survives_losing_one_of_each(engine: Engine) -> None:
         watcher.start()
         time.sleep(1)
         writer.start()
-        time.sleep(5)
+        # Writes flow before anything fails: more than ten, waited for (one write a second was seen
+        # with the test suite running beside the nine containers on two cores; 5 s gave 5).
+        deadline = time.monotonic() + 60
+        while len(writer.acknowledged) <= 10 and time.monotonic() < deadline:
+            time.sleep(0.2)
         before = len(writer.acknowledged)
         assert before > 10, writer.failures[-5:]
         # Before anything fails, every replica serves current lists (each gateway alternates between
