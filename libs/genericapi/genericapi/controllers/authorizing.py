@@ -46,12 +46,16 @@ class AuthorizingClient:
         return await self.inner.list(namespace, label_selector=label_selector, field_selector=field_selector,
                                      limit=limit, continue_token=continue_token)
 
-    def watch(self, resource_version: str, namespace: str = "") -> AsyncIterator[WatchEvent]:
-        return self._watch(resource_version, namespace)
+    def watch(self, resource_version: str, namespace: str = "", *,
+              field_selector: str = "") -> AsyncIterator[WatchEvent]:
+        return self._watch(resource_version, namespace, field_selector)
 
-    async def _watch(self, resource_version: str, namespace: str) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, resource_version: str, namespace: str,
+                     field_selector: str = "") -> AsyncIterator[WatchEvent]:
         await self._authorize("watch", namespace)
-        async for event in self.inner.watch(resource_version, namespace):
+        inner = (self.inner.watch(resource_version, namespace, field_selector=field_selector) if field_selector
+                 else self.inner.watch(resource_version, namespace))
+        async for event in inner:
             yield event
 
     async def get(self, namespace: str, name: str) -> dict[str, Any]:

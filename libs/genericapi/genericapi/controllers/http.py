@@ -62,13 +62,17 @@ class HTTPClient:
             item.setdefault("apiVersion", r.api_version)
         return items, str(meta.get("resourceVersion") or ""), str(meta.get("continue") or "")
 
-    def watch(self, resource_version: str, namespace: str = "") -> AsyncIterator[WatchEvent]:
-        return self._watch(resource_version, namespace)
+    def watch(self, resource_version: str, namespace: str = "", *,
+              field_selector: str = "") -> AsyncIterator[WatchEvent]:
+        return self._watch(resource_version, namespace, field_selector)
 
-    async def _watch(self, resource_version: str, namespace: str) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, resource_version: str, namespace: str,
+                     field_selector: str = "") -> AsyncIterator[WatchEvent]:
         params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(WATCH_TIMEOUT_SECONDS)}
         if resource_version:
             params["resourceVersion"] = resource_version
+        if field_selector:
+            params["fieldSelector"] = field_selector
         async for line in self.transport.stream_lines(self._path(namespace), params):
             etype = str(line.get("type") or "")
             obj = line.get("object")

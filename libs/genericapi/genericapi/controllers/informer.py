@@ -49,13 +49,17 @@ def object_key(obj: dict[str, Any]) -> Key:
 class Informer:
     """list + watch one resource into a local cache; relists on 410; calls handlers."""
 
-    def __init__(self, client: ResourceClient, namespace: str = "", transform: Transform | None = None) -> None:
+    def __init__(self, client: ResourceClient, namespace: str = "", transform: Transform | None = None,
+                 field_selector: str = "") -> None:
+        """``field_selector``: only the objects it selects are listed, watched and kept (a controller
+        that reads one object by name needs no copy of every other)."""
         # kube's informers are shared, listing and watching as kube-controller-manager itself.
         if isinstance(client, AuthorizingClient) and client.shared is not None:
             client = client.shared
         self.client = client
         self.namespace = namespace
         self._transform = transform
+        self.field_selector = field_selector
         self.resource_version = ""
         self._cache: dict[Key, dict[str, Any]] = {}
         self._handlers: list[Handler] = []
@@ -105,7 +109,9 @@ class Informer:
                     await self._relist()
                     need_list = False
                 seen = 0
-                async for event in self.client.watch(self.resource_version, self.namespace):
+                events = (self.client.watch(self.resource_version, self.namespace, field_selector=self.field_selector)
+                          if self.field_selector else self.client.watch(self.resource_version, self.namespace))
+                async for event in events:
                     self._apply(event)
                     seen += 1
                     backoff.reset()
@@ -128,7 +134,8 @@ class Informer:
         items: list[dict[str, Any]] = []
         token = ""
         while True:
-            page, rv, token = await self.client.list(self.namespace, continue_token=token)
+            page, rv, token = await self.client.list(self.namespace, field_selector=self.field_selector,
+                                                     continue_token=token)
             items.extend(page if self._transform is None else map(self._transform, page))
             if not token:
                 break

@@ -93,15 +93,20 @@ class LocalClient:
         with self._as_user():
             result = await self.store.list(namespace, opts)
         # The raw JSON is the object as served; decoding it is cheaper than a deep copy.
-        items = [deepjson.loads(raw) for _obj, raw in result.items]  # orjson first; any depth
+        items = [deepjson.loads(raw) for raw in result.raws]  # orjson first; any depth
         return items, str(result.revision), result.continue_token
 
-    def watch(self, resource_version: str, namespace: str = "") -> AsyncIterator[WatchEvent]:
-        return self._watch(resource_version, namespace)
+    def watch(self, resource_version: str, namespace: str = "", *,
+              field_selector: str = "") -> AsyncIterator[WatchEvent]:
+        return self._watch(resource_version, namespace, field_selector)
 
-    async def _watch(self, resource_version: str, namespace: str) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, resource_version: str, namespace: str,
+                     field_selector: str = "") -> AsyncIterator[WatchEvent]:
+        r = self.resource
+        pred = selector_predicate(r.group, r.version, r.plural, r.namespaced, "", field_selector)
         with self._as_user():
-            watcher = await self.store.watch(namespace, ListOptions(resource_version=resource_version,
+            watcher = await self.store.watch(namespace, ListOptions(predicate=pred, filtered=pred is not None,
+                                                                    resource_version=resource_version,
                                                                     allow_bookmarks=True))
         info = self.store.info
         try:

@@ -6,24 +6,22 @@ directly need it without the HTTP layer, from the pure parsers in ``apimachinery
 
 from __future__ import annotations
 
-from typing import Any
-
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import fields, labels
 from genericapi.registry.options import Predicate
+from genericapi.registry.selection import selection_predicate
 
 
 def selector_predicate(group: str, version: str, plural: str, namespaced: bool,
                        label_selector: str = "", field_selector: str = "") -> Predicate | None:
     """The predicate of both selectors (None when neither filters); bad syntax -> 400."""
-    preds: list[Predicate] = []
+    sel: labels.LabelSelector | None = None
     if label_selector:
         try:
             sel = labels.parse_label_selector(label_selector)
         except labels.LabelSelectorError as err:
             raise apierrors.bad_request(str(err)) from None
-        if not sel.empty:
-            preds.append(lambda o: sel.matches((o.get("metadata") or {}).get("labels")))
+    fsel: fields.FieldSelector | None = None
     if field_selector:
         try:
             parsed = fields.parse_field_selector(field_selector)
@@ -31,13 +29,4 @@ def selector_predicate(group: str, version: str, plural: str, namespaced: bool,
             raise apierrors.bad_request(str(err)) from None
         if parsed.requirements:
             fsel = fields.convert_field_selector(group, version, plural, parsed)
-            preds.append(lambda o: fsel.matches(fields.field_values(group, plural, o, namespaced=namespaced)))
-    if not preds:
-        return None
-    if len(preds) == 1:
-        return preds[0]
-
-    def both(o: dict[str, Any]) -> bool:
-        return all(p(o) for p in preds)
-
-    return both
+    return selection_predicate(group, plural, namespaced, sel, fsel)

@@ -74,8 +74,10 @@ class ResourceClient(Protocol):
         """(items, list resourceVersion, continue token)."""
         ...
 
-    def watch(self, resource_version: str, namespace: str = "") -> AsyncIterator[WatchEvent]:
-        """Events after ``resource_version``; raises APIError 410 when it is too old."""
+    def watch(self, resource_version: str, namespace: str = "", *,
+              field_selector: str = "") -> AsyncIterator[WatchEvent]:
+        """Events after ``resource_version`` (of the objects ``field_selector`` selects); raises
+        APIError 410 when it is too old."""
         ...
 
     async def get(self, namespace: str, name: str) -> dict[str, Any]: ...

@@ -11,6 +11,7 @@ from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery import fields, labels
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.registry.options import DeleteOptions, ListOptions, Predicate
+from genericapi.registry.selection import selection_predicate
 
 
 def flag(params: Mapping[str, str], name: str) -> bool:
@@ -81,23 +82,17 @@ def field_validation(params: Mapping[str, str], options_kind: str = "CreateOptio
 
 def list_options(info: ResourceInfo, params: Mapping[str, str], name: str = "") -> ListOptions:
     """ListOptions from query parameters; ``name`` restricts to one object (legacy watch path)."""
-    predicates: list[Predicate] = []
-    filtered = False
+    selector: labels.LabelSelector | None = None
     label_text = params.get("labelSelector", "")
     if label_text:
         try:
             selector = labels.parse_label_selector(label_text)
         except labels.LabelSelectorError as err:
             raise apierrors.bad_request(str(err)) from None
-        if not selector.empty:
-            filtered = True
-            def by_labels(o: dict[str, Any], sel: labels.LabelSelector = selector) -> bool:
-                return sel.matches((o.get("metadata") or {}).get("labels"))
-
-            predicates.append(by_labels)
     field_text = params.get("fieldSelector", "")
     if name:
         field_text = f"metadata.name={name}" + ("," + field_text if field_text else "")
+    fsel: fields.FieldSelector | None = None
     if field_text:
         try:
             parsed = fields.parse_field_selector(field_text)
@@ -105,18 +100,9 @@ def list_options(info: ResourceInfo, params: Mapping[str, str], name: str = "") 
             raise apierrors.bad_request(str(err)) from None
         if parsed.requirements:
             fsel = fields.convert_field_selector(info.group, info.version, info.plural, parsed)
-            filtered = True
-            group, plural, namespaced = info.group, info.plural, info.namespaced
-            def by_fields(o: dict[str, Any], sel: fields.FieldSelector = fsel) -> bool:
-                return sel.matches(fields.field_values(group, plural, o, namespaced=namespaced))
-
-            predicates.append(by_fields)
-    predicate: Predicate | None = None
-    if len(predicates) == 1:
-        predicate = predicates[0]
-    elif predicates:
-        def predicate(o: dict[str, Any], ps: list[Predicate] = predicates) -> bool:
-            return all(p(o) for p in ps)
+    # Evaluated on the watch cache's attributes where it can (registry/selection.py).
+    predicate: Predicate | None = selection_predicate(info.group, info.plural, info.namespaced, selector, fsel)
+    filtered = predicate is not None
     limit = int_param(params, "limit") or 0
     if limit < 0:
         limit = 0

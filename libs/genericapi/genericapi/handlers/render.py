@@ -99,4 +99,4 @@ def render_list(store: Store, result: ListResult, out: Output, pretty: bool) -> 
     # The hot path: items are already JSON (the cache's bytes); splice them without decoding, and
     # stream a big list rather than join it whole.
     head = dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    return list_response(head[:-1] + b',"items":[', [raw for _, raw in result.items], b"]}")
+    return list_response(head[:-1] + b',"items":[', result.raws, b"]}")

@@ -84,6 +84,13 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
             raw = deepjson.dumps(obj)
         return _event_line(event_type, raw)
 
+    def render_event(event: CacheEvent) -> bytes:
+        """An event's line; plain JSON is the cache's bytes, so only a Table or
+        PartialObjectMetadata watch decodes the object (once per event: the dispatched event keeps it)."""
+        if out.mode == "table" or out.mode == "partial" or not event.raw:
+            return render(event.type, event.obj, event.raw or None)
+        return _event_line(event.type, event.raw)
+
     # What decides an event's bytes besides the event: selectors only filter, so they are not in it.
     # A Table's columns and rows come from the store's printer, includeObject and whether this is the
     # watch's first event (headers); a plain event's bytes are the view's (the same for every store
@@ -103,12 +110,12 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
         shared = event.encoded
         line: bytes | None
         if shared is None:  # replayed from the window or an initial event: this watcher's own
-            line = render(event.type, event.obj, event.raw)
+            line = render_event(event)
         else:
             key = (event.type, output_key())
             line = shared.get(key)
             if line is None:
-                line = shared[key] = render(event.type, event.obj, event.raw)
+                line = shared[key] = render_event(event)
         headers_sent = True
         return meter.sent(line)
 

@@ -51,6 +51,12 @@ class JsonCodec:
         except orjson.JSONEncodeError:
             return deepjson.dumps(obj)
 
+    def loads(self, served: bytes) -> dict[str, Any]:
+        """An object back from the served JSON ``decode`` made (the watch cache keeps only that):
+        orjson, or the deep parser past orjson's 1,024 levels."""
+        obj: dict[str, Any] = deepjson.loads(served)
+        return obj
+
     def decode(self, value: bytes, revision: int) -> tuple[dict[str, Any], bytes]:
         try:
             obj = orjson.loads(value)

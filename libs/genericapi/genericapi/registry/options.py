@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 Predicate = Callable[[dict[str, Any]], bool]
 
@@ -33,12 +33,49 @@ class DeleteOptions:
     orphan_dependents: bool | None = None
 
 
-@dataclass
-class ListResult:
-    """Items as (object, JSON bytes) pairs so a list can be written without re-encoding."""
+class ListEntry(Protocol):
+    """An item the watch cache listed: its JSON, and the object decoded only when asked."""
 
-    items: list[tuple[dict[str, Any], bytes]]
-    revision: int
-    continue_token: str = ""
-    remaining: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    @property
+    def raw(self) -> bytes: ...
+
+    def decode(self) -> dict[str, Any]: ...
+
+
+class ListResult:
+    """Items as (object, JSON bytes) pairs so a list can be written without re-encoding.
+
+    A list served from the watch cache holds the cache's entries: ``raws`` is their JSON as kept,
+    and ``items`` decodes the objects (each a new copy) the first time someone asks for them, so a
+    plain JSON LIST never decodes what it sends."""
+
+    __slots__ = ("_entries", "_items", "continue_token", "extra", "remaining", "revision")
+
+    def __init__(self, items: list[tuple[dict[str, Any], bytes]] | None, revision: int, continue_token: str = "",
+                 remaining: int | None = None, extra: dict[str, Any] | None = None, *,
+                 entries: Sequence[ListEntry] | None = None) -> None:
+        self._items = items
+        self._entries = entries
+        self.revision = revision
+        self.continue_token = continue_token
+        self.remaining = remaining
+        self.extra: dict[str, Any] = extra if extra is not None else {}
+
+    @property
+    def items(self) -> list[tuple[dict[str, Any], bytes]]:
+        items = self._items
+        if items is None:
+            items = self._items = [(e.decode(), e.raw) for e in self._entries or ()]
+            self._entries = None
+        return items
+
+    @items.setter
+    def items(self, value: list[tuple[dict[str, Any], bytes]]) -> None:
+        self._items, self._entries = value, None
+
+    @property
+    def raws(self) -> list[bytes]:
+        """Each item's JSON, without decoding what is not decoded yet."""
+        if self._items is None:
+            return [e.raw for e in self._entries or ()]
+        return [raw for _obj, raw in self._items]

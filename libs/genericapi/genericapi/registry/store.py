@@ -30,7 +30,8 @@ from .admissionchain import AdmissionChain, attributes
 from .codec import JsonCodec
 from .fieldtracking import FieldTracker, Writer
 from .meta import generate_name, new_uid, now_rfc3339
-from .options import DeleteOptions, ListOptions, ListResult, Predicate
+from .options import DeleteOptions, ListOptions, ListResult
+from .selection import attrs_function
 from .strategy import Strategy
 from .subresourceview import SubresourceView
 from .translate import to_api_error
@@ -74,7 +75,8 @@ class Store:
         self.client = client
         self.key_prefix = key_prefix.rstrip("/")
         self.codec = codec or JsonCodec()
-        self.cache = WatchCache(client, (self.key_prefix + "/").encode(), self.codec, window=watch_cache_size)
+        self.cache = WatchCache(client, (self.key_prefix + "/").encode(), self.codec, window=watch_cache_size,
+                                attrs=attrs_function(info.group, info.plural))
         #: The service's admission chain (shared by its stores; empty: nothing runs).
         self.admission: AdmissionChain = admission if admission is not None else AdmissionChain()
         #: Whether a garbage collector honours orphan/foreground deletion finalizers.
@@ -161,17 +163,9 @@ class Store:
             cached = self.cache.get(self.key(namespace, name))
             if cached is None:
                 raise self._not_found(name)
-            return copy.deepcopy(cached.obj)
+            return cached.decode()  # a new object from the cached JSON
         obj, _ = await self._read(namespace, name)
         return obj
-
-    def _scoped(self, namespace: str, predicate: Predicate | None) -> Predicate | None:
-        if not (self.info.namespaced and namespace):
-            return predicate
-        if predicate is None:
-            return lambda o: (o.get("metadata") or {}).get("namespace") == namespace
-        pred = predicate
-        return lambda o: (o.get("metadata") or {}).get("namespace") == namespace and pred(o)
 
     async def list(self, namespace: str, opts: ListOptions) -> ListResult:
         rv, match = opts.resource_version, opts.resource_version_match
@@ -200,8 +194,9 @@ class Store:
                 await self.cache.wait_for_revision(await self.client.current_revision())
         except serrors.StorageError as err:
             raise self._err(err, operation="list") from err
-        items, revision = self.cache.list(self.scope_prefix(namespace), self._scoped(namespace, opts.predicate))
-        return ListResult([(c.obj, c.raw) for c in items], revision)
+        # The namespace is the key prefix; the predicate runs on the cache's attributes where it can.
+        items, revision = self.cache.list(self.scope_prefix(namespace), opts.predicate)
+        return ListResult(None, revision, entries=items)
 
     async def _list_from_etcd(self, namespace: str, opts: ListOptions, revision: int = 0) -> ListResult:
         prefix = self.scope_prefix(namespace)
@@ -269,8 +264,8 @@ class Store:
                 # Unset means "most recent": the initial state must be at least as fresh as a
                 # quorum read, so the cache first catches up with etcd's current revision.
                 await self.cache.wait_for_revision(await self.client.current_revision())
-            return await self.cache.watch(start, self._scoped(namespace, opts.predicate),
-                                          initial_events=opts.send_initial_events)
+            return await self.cache.watch(start, opts.predicate, initial_events=opts.send_initial_events,
+                                          key_prefix=self.scope_prefix(namespace))
         except serrors.StorageError as err:
             raise self._err(err, operation="watch") from err
 

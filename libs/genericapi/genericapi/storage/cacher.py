@@ -16,6 +16,15 @@ version) gets its own ``CacheView`` of decoded objects fed by that source, as ku
 converts per version on the way out; consumers whose codecs decode alike share one view.
 ``WatchCache`` is a consumer's handle on its view: starting and stopping it attaches and detaches,
 and stopping ends only the client watches made through it.
+
+The view keeps each object as its served JSON plus the attributes selectors read (kube's
+storeElement with its GetAttrs labels and fields, computed once per change by the consumer's
+``attrs`` function), not as a decoded dict: a decoded 800-byte ConfigMap is ~2.3 KB of Python
+objects, its bytes ~0.9. ``obj`` decodes on demand (orjson, a few us; the last few hundred decoded
+objects are remembered so repeated lookups of one object, RBAC roles or a namespace, parse it
+once). A predicate with ``match_attrs`` (kube's SelectionPredicate) is evaluated on the attributes,
+so a selected LIST or a selecting watcher decodes nothing; any other predicate gets the object.
+A dispatched event carries the object its change decoded anyway, for the watchers that need it.
 """
 
 from __future__ import annotations
@@ -25,9 +34,11 @@ import contextlib
 import logging
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import orjson
 
 from genericapi.backoff import Backoff
 
@@ -44,6 +55,24 @@ class Codec(Protocol):
 
 
 Predicate = Callable[[dict[str, Any]], bool]
+#: Parses the served JSON the cache keeps back into the object (the codec's ``loads`` if it has one).
+Loads = Callable[[bytes], dict[str, Any]]
+#: kube's GetAttrs: an object's labels and the selectable fields its kind adds to metadata.name and
+#: metadata.namespace (which the key holds), either None when there are none.
+Attrs = tuple[Mapping[str, str] | None, Mapping[str, str] | None]
+AttrsFunc = Callable[[dict[str, Any]], Attrs]
+#: What most objects have: no labels, no kind-specific fields (one shared tuple).
+NO_ATTRS: Attrs = (None, None)
+
+
+class AttrsPredicate(Protocol):
+    """A predicate the cache can evaluate without the object (kube's SelectionPredicate):
+    ``match_attrs`` answers from the key and the attributes, or None when it needs the object."""
+
+    def __call__(self, obj: dict[str, Any]) -> bool: ...
+
+    def match_attrs(self, key: bytes, attrs: Attrs) -> bool | None: ...
+
 
 _EMPTY = b""
 
@@ -60,17 +89,73 @@ def right_sized(raw: bytes) -> bytes:
     return _EMPTY.join((raw, _EMPTY))
 
 
-@dataclass(slots=True)
+class _Memo:
+    """The last ``size`` objects decoded through ``.obj``, by the entry they came from.
+
+    Entries are replaced (never changed) when their object changes, so an entry is its own
+    version: a remembered decode is valid as long as its entry is the one asked about."""
+
+    __slots__ = ("_decoded", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._decoded: dict[object, dict[str, Any]] = {}
+
+    def get(self, entry: object, raw: bytes, loads: Loads) -> dict[str, Any]:
+        decoded = self._decoded
+        obj = decoded.pop(entry, None)
+        if obj is None:
+            obj = loads(raw)
+            if len(decoded) >= self.size:
+                del decoded[next(iter(decoded))]
+        decoded[entry] = obj
+        return obj
+
+    def clear(self) -> None:
+        self._decoded.clear()
+
+
+#: Shared by every view of the process: RBAC's roles, a namespace looked up per request, a policy's
+#: params are decoded once while they are in use; a long scan (a Table LIST) pushes them out.
+_MEMO = _Memo(512)
+
+
 class CachedObject:
-    key: bytes
-    obj: dict[str, Any]
-    raw: bytes
-    revision: int
+    """One object of the view: its served JSON, revision and selector attributes; ``obj`` decodes.
+
+    ``attrs`` is None when the view had no attributes function when the object was stored (a
+    predicate then reads the decoded object)."""
+
+    __slots__ = ("attrs", "key", "loads", "raw", "revision")
+
+    def __init__(self, key: bytes, raw: bytes, revision: int, attrs: Attrs | None = None,
+                 loads: Loads = orjson.loads) -> None:
+        self.key = key
+        self.raw = raw
+        self.revision = revision
+        self.attrs = attrs
+        self.loads = loads
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        """The object, shared with other readers of this entry: never change it."""
+        return _MEMO.get(self, self.raw, self.loads)
+
+    def decode(self) -> dict[str, Any]:
+        """A new copy of the object, the caller's to change."""
+        return self.loads(self.raw)
+
+    def __repr__(self) -> str:
+        return f"CachedObject({self.key!r}, revision={self.revision})"
 
 
-@dataclass(slots=True)
 class CacheEvent:
     """A change as watchers see it. ``prev`` is the object before the change, if any.
+
+    The object is either given (a dispatched event carries the one its change decoded; a converting
+    store's events carry converted objects) or decoded from ``raw`` when asked for; ``prev``
+    likewise from the previous entry (``prev_entry``). ``attrs`` are the object's selector
+    attributes when the view computed them.
 
     ``encoded`` is kube's cachingObject (KEP-1152 serialize-once): on an event as it is dispatched
     to the watchers, a dict where whoever serves the event keeps the bytes it made of it, keyed by
@@ -79,18 +164,79 @@ class CacheEvent:
     them once every watcher has read them; the window's copies and the initial events of a new
     watch have none (each watcher encodes those, as kube's cacher does), so no encoding outlives
     the dispatch of its event.
+
+    ``prev_value`` is the previous object's stored bytes (etcd's prev_kv) on a change: what a
+    watcher whose selector the object leaves is sent, decoded at this event's revision.
     """
 
-    type: str  # ADDED, MODIFIED, DELETED
-    key: bytes
-    obj: dict[str, Any]
-    raw: bytes
-    prev: dict[str, Any] | None
-    revision: int
-    encoded: dict[object, bytes] | None = None
-    #: The previous object's stored bytes (etcd's prev_kv) on a change: what a watcher whose
-    #: selector the object leaves is sent, decoded at this event's revision.
-    prev_value: bytes | None = None
+    __slots__ = ("_obj", "_prev", "attrs", "encoded", "key", "loads", "prev_entry", "prev_value", "raw",
+                 "revision", "type")
+
+    def __init__(self, type: str, key: bytes, obj: dict[str, Any] | None, raw: bytes,
+                 prev: dict[str, Any] | None, revision: int, encoded: dict[object, bytes] | None = None,
+                 prev_value: bytes | None = None, *, attrs: Attrs | None = None,
+                 prev_entry: CachedObject | None = None, loads: Loads = orjson.loads) -> None:
+        self.type = type  # ADDED, MODIFIED, DELETED
+        self.key = key
+        self._obj = obj
+        self.raw = raw
+        self._prev = prev
+        self.revision = revision
+        self.encoded = encoded
+        self.prev_value = prev_value
+        self.attrs = attrs
+        self.prev_entry = prev_entry
+        self.loads = loads
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        obj = self._obj
+        if obj is None:
+            obj = self.loads(self.raw)
+            if self.encoded is not None:  # a dispatched event: its watchers share one decode
+                self._obj = obj
+        return obj
+
+    @property
+    def prev(self) -> dict[str, Any] | None:
+        prev = self._prev
+        if prev is None and self.prev_entry is not None:
+            prev = self.prev_entry.decode()
+            if self.encoded is not None:
+                self._prev = prev
+        return prev
+
+    @property
+    def has_prev(self) -> bool:
+        return self._prev is not None or self.prev_entry is not None
+
+    @property
+    def prev_attrs(self) -> Attrs | None:
+        """The previous object's attributes (None: unknown, read the object)."""
+        return self.prev_entry.attrs if self.prev_entry is not None else None
+
+    def retyped(self, type: str, obj: dict[str, Any] | None, raw: bytes, attrs: Attrs | None,
+                with_prev: bool) -> CacheEvent:
+        """This change as another type for one watcher (its encodings stay shared: they are keyed
+        by type)."""
+        return CacheEvent(type, self.key, obj, raw, self._prev if with_prev else None, self.revision,
+                          self.encoded, attrs=attrs, prev_entry=self.prev_entry if with_prev else None,
+                          loads=self.loads)
+
+    def __repr__(self) -> str:
+        return f"CacheEvent({self.type}, {self.key!r}, revision={self.revision})"
+
+
+def _selects(pred: Predicate, key: bytes, attrs: Attrs | None, obj: Callable[[], dict[str, Any] | None]) -> bool:
+    """``pred`` over an object: on its attributes when the predicate can, else on the object."""
+    if attrs is not None:
+        match_attrs = getattr(pred, "match_attrs", None)
+        if match_attrs is not None:
+            answer = match_attrs(key, attrs)
+            if answer is not None:
+                return bool(answer)
+    value = obj()
+    return value is not None and pred(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +269,8 @@ class CacheWatcher:
     cache: CacheView
     predicate: Predicate | None
     max_queue: int = 10_000
+    #: Only keys under this prefix (a namespace's) concern this watch.
+    key_prefix: bytes = b""
     items: deque[WatchItem] = field(default_factory=deque)
     last_revision: int = 0
     closed: bool = False
@@ -149,25 +297,28 @@ class CacheWatcher:
         self._push(item)
 
     def _filter(self, event: CacheEvent) -> CacheEvent | None:
+        if self.key_prefix and not event.key.startswith(self.key_prefix):
+            return None
         pred = self.predicate
         if pred is None:
             return event
-        cur = event.type != "DELETED" and pred(event.obj)
-        old = event.prev is not None and pred(event.prev)
-        if event.type == "DELETED":
+        deleted = event.type == "DELETED"
+        old = event.has_prev and _selects(pred, event.key, event.prev_attrs, lambda: event.prev)
+        if deleted:
             return event if old else None
+        cur = _selects(pred, event.key, event.attrs, lambda: event.obj)
         if cur and old:
             return event
         # Same object, another type: the encodings (keyed by type too) are shared with the event's.
         if cur:
-            return CacheEvent("ADDED", event.key, event.obj, event.raw, None, event.revision, event.encoded)
+            return event.retyped("ADDED", event._obj, event.raw, event.attrs, with_prev=False)
         if old:
             # The object left the selection: the watcher sees it deleted, as kube's cacheWatcher
             # sends it: the previous object's content at this event's resourceVersion. (Every
             # DELETED of a change that is not a delete is this one object: the encodings, keyed by
             # type, stay shared.)
             obj, raw = self.cache.left_selection(event)
-            return CacheEvent("DELETED", event.key, obj, raw, event.prev, event.revision, event.encoded)
+            return event.retyped("DELETED", obj, raw, event.prev_attrs, with_prev=True)
         return None
 
     def terminate(self, error: StorageError | None) -> None:
@@ -216,6 +367,10 @@ class CacheWatcher:
         self.cache._watchers.discard(self)
 
 
+def _by_key(c: CachedObject) -> bytes:
+    return c.key
+
+
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -232,9 +387,13 @@ def _view_key(codec: Codec) -> object:
 class CacheView:
     """The decoded state and recent history of one prefix for one codec, fed by its ``_Source``."""
 
-    def __init__(self, source: _Source, codec: Codec, window: int) -> None:
+    def __init__(self, source: _Source, codec: Codec, window: int, attrs: AttrsFunc | None = None) -> None:
         self.source = source
         self._codec = codec
+        #: Parses the JSON kept back into objects (any depth with the codec's ``loads``).
+        self._loads: Loads = getattr(codec, "loads", None) or orjson.loads
+        #: kube's GetAttrs for this view's objects (None: predicates read decoded objects).
+        self._attrs = attrs
         self._window = window
         self._store: dict[bytes, CachedObject] = {}
         self._loading: dict[bytes, CachedObject] = {}
@@ -259,12 +418,22 @@ class CacheView:
     def begin_load(self) -> None:
         self._loading = {}
 
+    def _attrs_of(self, obj: dict[str, Any]) -> Attrs | None:
+        attrs = self._attrs
+        return attrs(obj) if attrs is not None else None
+
+    def set_attrs(self, attrs: AttrsFunc) -> None:
+        """Compute selector attributes from now on, and for the objects already held."""
+        self._attrs = attrs
+        for c in self._store.values():
+            c.attrs = attrs(c.decode())
+
     def load_page(self, kvs: list[Any]) -> None:
-        decode = self._codec.decode
+        decode, attrs_of, loads = self._codec.decode, self._attrs_of, self._loads
         items = self._loading
         for kv in kvs:
             obj, raw = decode(kv.value, kv.mod_revision)
-            items[kv.key] = CachedObject(kv.key, obj, right_sized(raw), kv.mod_revision)
+            items[kv.key] = CachedObject(kv.key, right_sized(raw), kv.mod_revision, attrs_of(obj), loads)
 
     def end_load(self, revision: int) -> None:
         self._store, self._loading = self._loading, {}
@@ -280,35 +449,43 @@ class CacheView:
         self._watchers.clear()
 
     def apply(self, batch: WatchBatch) -> None:
-        codec = self._codec
+        codec, attrs_of, loads = self._codec, self._attrs_of, self._loads
         for ev in batch.events:
             if ev.mod_revision <= self._base:
                 continue  # this view listed after the change
+            old = self._store.get(ev.key)
             if ev.kind == "DELETE":
-                old = self._store.pop(ev.key, None)
                 if old is None and ev.prev_value is None:
                     continue
-                prev_obj = old.obj if old is not None else codec.decode(ev.prev_value or b"{}", 0)[0]
+                del_old = self._store.pop(ev.key, None)
+                prev_entry = del_old
+                prev_obj = None
+                if del_old is None:  # never seen (a view that listed after it): etcd's prev_kv
+                    prev_obj = codec.decode(ev.prev_value or b"{}", 0)[0]
                 obj, raw = codec.decode(ev.prev_value if ev.prev_value is not None
-                                        else (old.raw if old else b"{}"), ev.mod_revision)
-                event = CacheEvent("DELETED", ev.key, obj, right_sized(raw), prev_obj, ev.mod_revision)
+                                        else (del_old.raw if del_old else b"{}"), ev.mod_revision)
+                raw = right_sized(raw)
+                attrs = attrs_of(obj)
+                event = CacheEvent("DELETED", ev.key, None, raw, prev_obj, ev.mod_revision, attrs=attrs,
+                                   prev_entry=prev_entry, loads=loads)
             else:
                 obj, raw = codec.decode(ev.value, ev.mod_revision)
                 raw = right_sized(raw)
-                old = self._store.get(ev.key)
-                self._store[ev.key] = CachedObject(ev.key, obj, raw, ev.mod_revision)
-                event = CacheEvent("MODIFIED" if old is not None else "ADDED", ev.key, obj, raw,
-                                   old.obj if old is not None else None, ev.mod_revision,
-                                   prev_value=ev.prev_value if old is not None else None)
+                attrs = attrs_of(obj)
+                self._store[ev.key] = CachedObject(ev.key, raw, ev.mod_revision, attrs, loads)
+                event = CacheEvent("MODIFIED" if old is not None else "ADDED", ev.key, None, raw, None,
+                                   ev.mod_revision, prev_value=ev.prev_value if old is not None else None,
+                                   attrs=attrs, prev_entry=old, loads=loads)
             self._events.append(event)
             if len(self._events) > self._window:
                 dropped = self._events.popleft()
                 self._window_start = dropped.revision
             self.revision = ev.mod_revision
             if self._watchers:
-                # The dispatched copy carries the encodings cache; the window's keeps none.
-                live = CacheEvent(event.type, event.key, event.obj, event.raw, event.prev, event.revision, {},
-                                  event.prev_value)
+                # The dispatched copy carries the encodings cache and the object this change
+                # decoded; the window's keeps neither.
+                live = CacheEvent(event.type, event.key, obj, event.raw, event._prev, event.revision, {},
+                                  event.prev_value, attrs=attrs, prev_entry=event.prev_entry, loads=loads)
                 for w in tuple(self._watchers):
                     w.offer(live)
 
@@ -366,24 +543,31 @@ class CacheView:
         return self._store.get(key)
 
     def list(self, key_prefix: bytes, predicate: Predicate | None = None) -> tuple[list[CachedObject], int]:
-        items = [c for k, c in self._store.items()
-                 if k.startswith(key_prefix) and (predicate is None or predicate(c.obj))]
-        items.sort(key=lambda c: c.key)
+        if predicate is None:
+            items = [c for k, c in self._store.items() if k.startswith(key_prefix)]
+        else:
+            pred = predicate
+            items = [c for k, c in self._store.items()
+                     if k.startswith(key_prefix) and _selects(pred, k, c.attrs, c.decode)]
+        items.sort(key=_by_key)
         return items, self.revision
 
     async def watch(self, start_revision: int | None, predicate: Predicate | None,
-                    initial_events: bool | None, future_wait: float) -> CacheWatcher:
+                    initial_events: bool | None, future_wait: float, key_prefix: bytes = b"") -> CacheWatcher:
         pred = predicate
         if start_revision:
             await self.wait_for_revision(start_revision, future_wait)
-        watcher = CacheWatcher(self, pred)
+        watcher = CacheWatcher(self, pred, key_prefix=key_prefix)
         send_state = initial_events if initial_events is not None else not start_revision
         if send_state:
             if start_revision and start_revision > self.revision:
                 raise FutureRevisionError(start_revision, self.revision)
-            for c in sorted(self._store.values(), key=lambda c: c.key):
-                if pred is None or pred(c.obj):
-                    watcher.items.append(CacheEvent("ADDED", c.key, c.obj, c.raw, None, c.revision))
+            for c in sorted(self._store.values(), key=_by_key):
+                if key_prefix and not c.key.startswith(key_prefix):
+                    continue
+                if pred is None or _selects(pred, c.key, c.attrs, c.decode):
+                    watcher.items.append(CacheEvent("ADDED", c.key, None, c.raw, None, c.revision, attrs=c.attrs,
+                                                    loads=c.loads))
             if initial_events:
                 watcher.items.append(Bookmark(self.revision, initial_events_end=True))
             watcher.last_revision = self.revision
@@ -427,13 +611,15 @@ class _Source:
                 await self._task
             self._task = None
 
-    async def attach(self, key: object, codec: Codec, window: int) -> CacheView:
+    async def attach(self, key: object, codec: Codec, window: int, attrs: AttrsFunc | None = None) -> CacheView:
         view = self.views.get(key)
         if view is not None:
             view._window = max(view._window, window)
             view.handles += 1
+            if attrs is not None and view._attrs is None:
+                view.set_attrs(attrs)
             return view
-        view = CacheView(self, codec, window)
+        view = CacheView(self, codec, window, attrs)
         view.handles = 1
         self.views[key] = view
         backoff = Backoff(0.05, 2.0)
@@ -551,10 +737,12 @@ class WatchCache:
     """One consumer's handle on the cached state of one resource prefix (see the module docstring)."""
 
     def __init__(self, client: EtcdClient, prefix: bytes, codec: Codec, window: int = 10_000,
-                 future_wait: float = 3.0) -> None:
+                 future_wait: float = 3.0, attrs: AttrsFunc | None = None) -> None:
         self._client = client
         self._prefix = prefix
         self._codec = codec
+        #: kube's GetAttrs for the objects (a store's; the view computes them once per change).
+        self._attrs = attrs
         self._window = window
         self._future_wait = future_wait
         self._view: CacheView | None = None
@@ -602,7 +790,7 @@ class WatchCache:
     async def start(self) -> None:
         source = _source(self._client, self._prefix)
         if self._view is None:
-            self._view = await source.attach(_view_key(self._codec), self._codec, self._window)
+            self._view = await source.attach(_view_key(self._codec), self._codec, self._window, self._attrs)
         source.ensure_running()
         await self._view._ready.wait()
 
@@ -649,15 +837,17 @@ class WatchCache:
         return self._view.list(key_prefix, predicate)
 
     async def watch(self, start_revision: int | None, predicate: Predicate | None,
-                    initial_events: bool | None = None) -> CacheWatcher:
+                    initial_events: bool | None = None, key_prefix: bytes = b"") -> CacheWatcher:
         """A watcher from ``start_revision`` (None or 0: current state as ADDED events first).
 
         ``initial_events`` overrides whether the current state is sent first (sendInitialEvents);
         with it the watcher ends the initial part with a Bookmark(initial_events_end=True).
+        ``key_prefix`` limits the watch to the keys under it (a namespace's).
         """
-        watcher = await self._live().watch(start_revision, predicate, initial_events, self._future_wait)
+        watcher = await self._live().watch(start_revision, predicate, initial_events, self._future_wait,
+                                           key_prefix)
         self._mine.add(watcher)
         return watcher
 
-__all__ = ["Bookmark", "CacheEvent", "CacheView", "CacheWatcher", "CachedObject", "Codec", "WatchCache",
-           "WatchClosed", "WatchItem", "open_sources"]
+__all__ = ["NO_ATTRS", "Attrs", "AttrsFunc", "AttrsPredicate", "Bookmark", "CacheEvent", "CacheView", "CacheWatcher",
+           "CachedObject", "Codec", "WatchCache", "WatchClosed", "WatchItem", "open_sources"]

@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
 from genericapi.apimachinery.errors import APIError
 from genericapi.controllers import APIResource, ClientSet, Controller, Informer, ResourceClient, WorkQueue
-from genericapi.controllers.informer import metadata_only
 from genericapi.controllers.retry import get_or_none, update_on_conflict
 
 from .garbagecollector_graph import (
@@ -57,6 +57,25 @@ UNRESOLVED_RETRY = 5.0
 SYNC_TIMEOUT = 30.0
 _ABSENT_CACHE_SIZE = 10_000
 _PATCH_RETRIES = 10
+
+
+#: What the graph reads of an object's metadata (identity, owners, deletion state).
+_GRAPH_METADATA = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "finalizers",
+                   "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+def graph_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the collector's informers keep of each object: kube's metadata informer narrowed to the
+    fields the graph and its handlers read (labels, annotations, timestamps and managedFields are not
+    read: an action reads the live object). apiVersion, kind and namespace are interned: thousands of
+    objects share a few such strings. Inside core-api every byte kept here is kept per stored object."""
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in _GRAPH_METADATA if k in meta}
+    namespace = kept.get("namespace")
+    if isinstance(namespace, str):
+        kept["namespace"] = sys.intern(namespace)
+    return {"apiVersion": sys.intern(str(obj.get("apiVersion") or "")), "kind": sys.intern(str(obj.get("kind") or "")),
+            "metadata": kept}
 
 
 class Unresolvable(Exception):
@@ -101,7 +120,7 @@ class GarbageCollector(Controller):
                 await current.stop()
             # kube's collector watches through metadata informers: the graph needs identity, owners,
             # finalizers and deletionTimestamp; it reads an object whole only when it acts on it.
-            informer = Informer(self.clients.client(res.group, res.plural, res.version), transform=metadata_only)
+            informer = Informer(self.clients.client(res.group, res.plural, res.version), transform=graph_metadata)
             informer.add_handler(self._event)
             self.monitors[key] = informer
             await informer.start()

@@ -10,6 +10,7 @@ at: ``delete`` (attemptToDelete: maybe collect it, or finish a foreground deleti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,12 +33,14 @@ class Identity:
 #: The dependents of a node that has none: shared, so the graph's many leaf nodes (every
 #: ConfigMap, Secret, ... the collector watches) carry no empty set of their own (216 bytes each).
 NO_DEPENDENTS: frozenset[str] = frozenset()
+#: The owners of a node that has none (most objects): shared, not an empty list each (56 bytes).
+NO_OWNERS: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(slots=True)
 class Node:
     identity: Identity
-    owners: list[dict[str, Any]] = field(default_factory=list)
+    owners: Sequence[dict[str, Any]] = NO_OWNERS
     dependents: set[str] | frozenset[str] = NO_DEPENDENTS
     virtual: bool = False
     being_deleted: bool = False
@@ -122,7 +125,7 @@ class Graph:
         refs = owner_refs(obj)
         node = self.nodes.get(ident.uid)
         if node is None:
-            node = Node(ident, owners=refs)
+            node = Node(ident, owners=refs or NO_OWNERS)
             self.nodes[ident.uid] = node
             self._link(node, refs, work)
         else:
@@ -136,7 +139,7 @@ class Graph:
             removed = [r for u, r in old.items() if u not in new]
             unblocked = [r for u, r in new.items() if u in old and old[u].get("blockOwnerDeletion") is True
                          and r.get("blockOwnerDeletion") is not True]
-            node.owners = refs
+            node.owners = refs or NO_OWNERS
             self._link(node, added, work)
             for ref in removed:
                 owner = self.nodes.get(str(ref.get("uid")))
@@ -151,7 +154,7 @@ class Graph:
         self._transitions(node, obj, work)
         return work
 
-    def _link(self, node: Node, refs: list[dict[str, Any]], work: Work) -> None:
+    def _link(self, node: Node, refs: Sequence[dict[str, Any]], work: Work) -> None:
         for ref in refs:
             uid = str(ref.get("uid") or "")
             owner = self.nodes.get(uid)

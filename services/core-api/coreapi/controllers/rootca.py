@@ -32,7 +32,10 @@ class RootCAPublisher(PerNamespaceController):
             raise ValueError("the root CA bundle is empty")
         super().__init__(clients)
         self.root_ca = root_ca
-        self.configmaps = Informer(clients.client("", "configmaps"), transform=_only_the_root_ca)
+        # Only kube-root-ca.crt of each namespace: the watch cache selects it by key (no decode), and
+        # inside core-api no copy of every other ConfigMap is kept (kube's publisher filters in its
+        # handler; its informer lives in another process).
+        self.configmaps = Informer(clients.client("", "configmaps"), field_selector=f"metadata.name={CONFIGMAP_NAME}")
         self.cm_client = clients.client("", "configmaps")
         self.informers.append(self.configmaps)
         self.namespaces.add_handler(self._namespace_event)
@@ -75,14 +78,3 @@ class RootCAPublisher(PerNamespaceController):
                                             DESCRIPTION_ANNOTATION: DESCRIPTION}
         await self.cm_client.update(namespace, CONFIGMAP_NAME, fixed)  # 409 on a stale copy: retried
 
-
-def _only_the_root_ca(obj: dict[str, Any]) -> dict[str, Any]:
-    """What the publisher keeps of a ConfigMap: ``kube-root-ca.crt`` whole, any other only as
-    name, namespace and resourceVersion (it watches every ConfigMap, as kube's does through the
-    shared informer, but reads only that one; inside core-api the rest would be a second copy of
-    every ConfigMap the API server caches)."""
-    meta = obj.get("metadata") or {}
-    if meta.get("name") == CONFIGMAP_NAME:
-        return obj
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {k: meta[k] for k in ("name", "namespace", "resourceVersion") if k in meta}}
