@@ -7,15 +7,20 @@ keeps the rules every row shares in one place so the tables hold only facts:
 * the ``storageVersionHash`` discovery publishes is derived from the group/version/kind the
   resource is *stored* as, which is not always the version being served (events.k8s.io
   Events are stored as core v1 Events, both HPA versions as autoscaling/v2, ...);
-* every built-in ``scale`` subresource reads the same three fields.
+* every built-in ``scale`` subresource reads the same three fields;
+* a row names the strategy class of its kind (``coreapi.kinds``): the row and the kind's
+  defaulting, validation, printing and field selectors are registered in one place.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import dataclass, field
 
 from genericapi.apimachinery.resources import STANDARD_VERBS, ResourceInfo, SubresourceSpec
+
+from coreapi.kinds.base import BuiltinStrategy
 
 #: Key in ``ResourceInfo.extra`` holding the discovery ``storageVersionHash``.
 STORAGE_VERSION_HASH_KEY = "storageVersionHash"
@@ -33,6 +38,15 @@ BUILTIN_SCALE_PATHS: tuple[str, str, str] = (".spec.replicas", ".status.replicas
 
 #: Verbs of a namespace: no ``deletecollection`` (kube never registers it for namespaces).
 NAMESPACE_VERBS: tuple[str, ...] = tuple(v for v in STANDARD_VERBS if v != "deletecollection")
+
+
+@dataclass(frozen=True, eq=False)
+class BuiltinResource(ResourceInfo):
+    """A catalog row: the resource as discovery describes it, and the strategy class of its kind.
+
+    ``eq=False`` keeps ``ResourceInfo``'s equality and hash (the strategy is not part of them)."""
+
+    strategy: type[BuiltinStrategy] = field(default=BuiltinStrategy, compare=False, hash=False, repr=False)
 
 
 def storage_version_hash(group: str, version: str, kind: str) -> str:
@@ -59,14 +73,16 @@ def builtin(
     subresources: tuple[str, ...] = (),
     stored_as: tuple[str, str] | None = None,
     subresource_specs: tuple[SubresourceSpec, ...] = (),
-) -> ResourceInfo:
+    strategy: type[BuiltinStrategy] = BuiltinStrategy,
+) -> BuiltinResource:
     """One built-in resource row.
 
     ``stored_as`` is the (group, version) the objects are persisted in when it is not the
-    served group-version; it decides the storage version hash.
+    served group-version; it decides the storage version hash. ``strategy`` is the kind's class
+    (``BuiltinStrategy`` for a kind with no rules of its own).
     """
     storage_group, storage_version = stored_as if stored_as is not None else (group, version)
-    return ResourceInfo(
+    return BuiltinResource(
         group=group,
         version=version,
         kind=kind,
@@ -84,4 +100,5 @@ def builtin(
             STORAGE_GROUP_KEY: storage_group,
             STORAGE_VERSION_KEY: storage_version,
         },
+        strategy=strategy,
     )

@@ -19,16 +19,18 @@ from coreapi.catalog_connect import (
     SERVICE_CONNECT_SPECS,
 )
 from coreapi.catalog_nodeless import POD_SUBRESOURCE_SPECS, POD_SUBRESOURCES
+from coreapi.kinds import core
 
 _ALL = ("all",)
 _STATUS = ("status",)
 _SCALE_STATUS = ("scale", "status")
 
 CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
-    builtin("", "v1", "ConfigMap", "configmaps", namespaced=True, short_names=("cm",)),
-    builtin("", "v1", "Endpoints", "endpoints", namespaced=True, short_names=("ep",)),
-    builtin("", "v1", "Event", "events", namespaced=True, short_names=("ev",)),
-    builtin("", "v1", "LimitRange", "limitranges", namespaced=True, short_names=("limits",)),
+    builtin("", "v1", "ConfigMap", "configmaps", namespaced=True, short_names=("cm",), strategy=core.ConfigMapStrategy),
+    builtin("", "v1", "Endpoints", "endpoints", namespaced=True, short_names=("ep",), strategy=core.EndpointsStrategy),
+    builtin("", "v1", "Event", "events", namespaced=True, short_names=("ev",), strategy=core.EventStrategy),
+    builtin("", "v1", "LimitRange", "limitranges", namespaced=True, short_names=("limits",),
+            strategy=core.LimitRangeStrategy),
     builtin(
         "",
         "v1",
@@ -38,9 +40,10 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("ns",),
         verbs=NAMESPACE_VERBS,
         subresources=("finalize", "status"),
+        strategy=core.NamespaceStrategy,
     ),
     builtin("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=("proxy", "status"),
-            subresource_specs=NODE_CONNECT_SPECS),
+            subresource_specs=NODE_CONNECT_SPECS, strategy=core.NodeStrategy),
     builtin(
         "",
         "v1",
@@ -49,6 +52,7 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("pvc",),
         subresources=_STATUS,
+        strategy=core.PersistentVolumeClaimStrategy,
     ),
     builtin(
         "",
@@ -58,6 +62,7 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=False,
         short_names=("pv",),
         subresources=_STATUS,
+        strategy=core.PersistentVolumeStrategy,
     ),
     builtin(
         "",
@@ -69,8 +74,9 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         categories=_ALL,
         subresources=tuple(sorted((*POD_SUBRESOURCES, *POD_CONNECT_SUBRESOURCES, "status"))),
         subresource_specs=(*POD_SUBRESOURCE_SPECS, *POD_CONNECT_SPECS),
+        strategy=core.PodStrategy,
     ),
-    builtin("", "v1", "PodTemplate", "podtemplates", namespaced=True),
+    builtin("", "v1", "PodTemplate", "podtemplates", namespaced=True, strategy=core.PodTemplateStrategy),
     builtin(
         "",
         "v1",
@@ -80,6 +86,7 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("rc",),
         categories=_ALL,
         subresources=_SCALE_STATUS,
+        strategy=core.ReplicationControllerStrategy,
     ),
     builtin(
         "",
@@ -89,12 +96,13 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("quota",),
         subresources=_STATUS,
+        strategy=core.ResourceQuotaStrategy,
     ),
-    builtin("", "v1", "Secret", "secrets", namespaced=True),
+    builtin("", "v1", "Secret", "secrets", namespaced=True, strategy=core.SecretStrategy),
     builtin("", "v1", "ServiceAccount", "serviceaccounts", namespaced=True, short_names=("sa",),
             subresources=("token",),
             subresource_specs=(SubresourceSpec("token", ("create",), group="authentication.k8s.io", version="v1",
-                                               kind="TokenRequest"),)),
+                                               kind="TokenRequest"),), strategy=core.ServiceAccountStrategy),
     builtin(
         "",
         "v1",
@@ -105,5 +113,6 @@ CORE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         categories=_ALL,
         subresources=("proxy", "status"),
         subresource_specs=SERVICE_CONNECT_SPECS,
+        strategy=core.ServiceStrategy,
     ),
 )

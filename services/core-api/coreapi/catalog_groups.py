@@ -18,6 +18,7 @@ from __future__ import annotations
 from genericapi.apimachinery.resources import ResourceInfo
 
 from coreapi.catalog_build import builtin
+from coreapi.kinds import admission, apps, autoscaling, batch, flowcontrol, groups, networking, rbac
 
 _ALL = ("all",)
 _API_EXTENSIONS = ("api-extensions",)
@@ -43,6 +44,7 @@ APPS_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("ds",),
         categories=_ALL,
         subresources=_STATUS,
+        strategy=apps.DaemonSetStrategy,
     ),
     builtin(
         _APPS,
@@ -53,6 +55,7 @@ APPS_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("deploy",),
         categories=_ALL,
         subresources=_SCALE_STATUS,
+        strategy=apps.DeploymentStrategy,
     ),
     builtin(
         _APPS,
@@ -63,6 +66,7 @@ APPS_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("rs",),
         categories=_ALL,
         subresources=_SCALE_STATUS,
+        strategy=apps.ReplicaSetStrategy,
     ),
     builtin(
         _APPS,
@@ -73,6 +77,7 @@ APPS_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("sts",),
         categories=_ALL,
         subresources=_SCALE_STATUS,
+        strategy=apps.StatefulSetStrategy,
     ),
 )
 
@@ -86,8 +91,10 @@ BATCH_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("cj",),
         categories=_ALL,
         subresources=_STATUS,
+        strategy=batch.CronJobStrategy,
     ),
-    builtin("batch", "v1", "Job", "jobs", namespaced=True, categories=_ALL, subresources=_STATUS),
+    builtin("batch", "v1", "Job", "jobs", namespaced=True, categories=_ALL, subresources=_STATUS,
+            strategy=batch.JobStrategy),
 )
 
 AUTOSCALING_RESOURCES: tuple[ResourceInfo, ...] = tuple(
@@ -101,19 +108,21 @@ AUTOSCALING_RESOURCES: tuple[ResourceInfo, ...] = tuple(
         categories=_ALL,
         subresources=_STATUS,
         stored_as=(_AUTOSCALING, "v2"),
+        strategy=autoscaling.HorizontalPodAutoscalerStrategy,
     )
     for version in ("v2", "v1")
 )
 
 RBAC_V1_RESOURCES: tuple[ResourceInfo, ...] = (
-    builtin(_RBAC, "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
-    builtin(_RBAC, "v1", "ClusterRole", "clusterroles", namespaced=False),
-    builtin(_RBAC, "v1", "RoleBinding", "rolebindings", namespaced=True),
-    builtin(_RBAC, "v1", "Role", "roles", namespaced=True),
+    builtin(_RBAC, "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False,
+            strategy=rbac.RoleBindingStrategy),
+    builtin(_RBAC, "v1", "ClusterRole", "clusterroles", namespaced=False, strategy=rbac.RoleStrategy),
+    builtin(_RBAC, "v1", "RoleBinding", "rolebindings", namespaced=True, strategy=rbac.RoleBindingStrategy),
+    builtin(_RBAC, "v1", "Role", "roles", namespaced=True, strategy=rbac.RoleStrategy),
 )
 
 SMALL_GROUP_RESOURCES: tuple[ResourceInfo, ...] = (
-    builtin("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True),
+    builtin("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True, strategy=groups.LeaseStrategy),
     builtin(
         "events.k8s.io",
         "v1",
@@ -122,8 +131,10 @@ SMALL_GROUP_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("ev",),
         stored_as=("", "v1"),
+        strategy=groups.EventsV1EventStrategy,
     ),
-    builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", namespaced=True),
+    builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", namespaced=True,
+            strategy=groups.EndpointSliceStrategy),
     builtin(
         "policy",
         "v1",
@@ -132,6 +143,7 @@ SMALL_GROUP_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("pdb",),
         subresources=_STATUS,
+        strategy=groups.PodDisruptionBudgetStrategy,
     ),
     builtin(
         "scheduling.k8s.io",
@@ -140,6 +152,7 @@ SMALL_GROUP_RESOURCES: tuple[ResourceInfo, ...] = (
         "priorityclasses",
         namespaced=False,
         short_names=("pc",),
+        strategy=groups.PriorityClassStrategy,
     ),
     builtin(
         "certificates.k8s.io",
@@ -149,6 +162,7 @@ SMALL_GROUP_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=False,
         short_names=("csr",),
         subresources=("approval", "status"),
+        strategy=groups.CertificateSigningRequestStrategy,
     ),
     builtin("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", namespaced=False),
 )
@@ -163,7 +177,8 @@ NETWORKING_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         short_names=("ip",),
         stored_as=(_NETWORKING, "v1beta1"),
     ),
-    builtin(_NETWORKING, "v1", "IngressClass", "ingressclasses", namespaced=False),
+    builtin(_NETWORKING, "v1", "IngressClass", "ingressclasses", namespaced=False,
+            strategy=networking.IngressClassStrategy),
     builtin(
         _NETWORKING,
         "v1",
@@ -172,6 +187,7 @@ NETWORKING_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=True,
         short_names=("ing",),
         subresources=_STATUS,
+        strategy=networking.IngressStrategy,
     ),
     builtin(
         _NETWORKING,
@@ -180,6 +196,7 @@ NETWORKING_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         "networkpolicies",
         namespaced=True,
         short_names=("netpol",),
+        strategy=networking.NetworkPolicyStrategy,
     ),
     builtin(
         _NETWORKING,
@@ -193,10 +210,11 @@ NETWORKING_V1_RESOURCES: tuple[ResourceInfo, ...] = (
 )
 
 STORAGE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
-    builtin(_STORAGE, "v1", "CSIDriver", "csidrivers", namespaced=False),
+    builtin(_STORAGE, "v1", "CSIDriver", "csidrivers", namespaced=False, strategy=groups.CSIDriverStrategy),
     builtin(_STORAGE, "v1", "CSINode", "csinodes", namespaced=False),
     builtin(_STORAGE, "v1", "CSIStorageCapacity", "csistoragecapacities", namespaced=True),
-    builtin(_STORAGE, "v1", "StorageClass", "storageclasses", namespaced=False, short_names=("sc",)),
+    builtin(_STORAGE, "v1", "StorageClass", "storageclasses", namespaced=False, short_names=("sc",),
+            strategy=groups.StorageClassStrategy),
     builtin(
         _STORAGE,
         "v1",
@@ -215,6 +233,7 @@ ADMISSIONREGISTRATION_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         "mutatingwebhookconfigurations",
         namespaced=False,
         categories=_API_EXTENSIONS,
+        strategy=admission.MutatingWebhookConfigurationStrategy,
     ),
     builtin(
         _ADMISSION,
@@ -224,6 +243,7 @@ ADMISSIONREGISTRATION_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         namespaced=False,
         categories=_API_EXTENSIONS,
         subresources=_STATUS,
+        strategy=admission.ValidatingAdmissionPolicyStrategy,
     ),
     builtin(
         _ADMISSION,
@@ -232,6 +252,7 @@ ADMISSIONREGISTRATION_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         "validatingadmissionpolicybindings",
         namespaced=False,
         categories=_API_EXTENSIONS,
+        strategy=admission.ValidatingAdmissionPolicyBindingStrategy,
     ),
     builtin(
         _ADMISSION,
@@ -240,11 +261,13 @@ ADMISSIONREGISTRATION_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         "validatingwebhookconfigurations",
         namespaced=False,
         categories=_API_EXTENSIONS,
+        strategy=admission.ValidatingWebhookConfigurationStrategy,
     ),
 )
 
 FLOWCONTROL_V1_RESOURCES: tuple[ResourceInfo, ...] = (
-    builtin(_FLOWCONTROL, "v1", "FlowSchema", "flowschemas", namespaced=False, subresources=_STATUS),
+    builtin(_FLOWCONTROL, "v1", "FlowSchema", "flowschemas", namespaced=False, subresources=_STATUS,
+            strategy=flowcontrol.FlowSchemaStrategy),
     builtin(
         _FLOWCONTROL,
         "v1",
@@ -252,6 +275,7 @@ FLOWCONTROL_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         "prioritylevelconfigurations",
         namespaced=False,
         subresources=_STATUS,
+        strategy=flowcontrol.PriorityLevelConfigurationStrategy,
     ),
 )
 

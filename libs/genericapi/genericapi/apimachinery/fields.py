@@ -250,37 +250,52 @@ _pod_labels = _identity("metadata.name", "metadata.namespace", "spec.nodeName", 
                         "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName")
 _pod_labels["spec.host"] = "spec.nodeName"  # legacy v1 clients
 
+#: Field selectors of the built-in kinds core-api serves; its strategy classes (``coreapi.kinds``)
+#: name them as their kind's ``field_support`` and register them when their store is built.
+POD_FIELDS = FieldSupport(_pod_labels, _not_supported, _pod_values)
+NODE_FIELDS = FieldSupport(
+    _identity("metadata.name", "spec.unschedulable"), _not_supported,
+    lambda o: {"spec.unschedulable": _go_bool(_get(o, "spec", "unschedulable"))}, namespaced=False)
+REPLICATION_CONTROLLER_FIELDS = FieldSupport(
+    _identity("metadata.name", "metadata.namespace", "status.replicas"), _not_supported,
+    lambda o: {"status.replicas": _go_int(_get(o, "status", "replicas"))})
+EVENT_FIELDS = FieldSupport(_identity(*_EVENT_LABELS), _not_supported, _core_event_values)
+EVENTS_K8S_IO_EVENT_FIELDS = FieldSupport(_EVENTS_K8S_IO_LABELS, _not_supported, _events_k8s_io_values)
+NAMESPACE_FIELDS = FieldSupport(
+    _identity("status.phase", "metadata.name"), _not_supported,
+    lambda o: {"status.phase": _text(o, "status", "phase")}, namespaced=False)
+SECRET_FIELDS = FieldSupport(
+    _identity("type", "metadata.namespace", "metadata.name"), _not_supported,
+    lambda o: {"type": _text(o, "type")})
+SERVICE_FIELDS = FieldSupport(
+    _identity("metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"), _not_supported,
+    lambda o: {"spec.clusterIP": _text(o, "spec", "clusterIP"), "spec.type": _text(o, "spec", "type")})
+JOB_FIELDS = FieldSupport(
+    _identity("metadata.name", "metadata.namespace", "status.successful"),
+    lambda label: f'field label "{label}" not supported for Job',
+    lambda o: {"status.successful": _go_int(_get(o, "status", "succeeded"))})
+CSR_FIELDS = FieldSupport(
+    _identity("metadata.name", "spec.signerName"), _not_supported,
+    lambda o: {"spec.signerName": _text(o, "spec", "signerName")}, namespaced=False)
+#: apps/v1 registers no conversion func, so only the metadata fields pass the handler's
+#: conversion step; the registry still exposes status.replicas.
+REPLICA_SET_FIELDS = FieldSupport(
+    _identity("metadata.name", "metadata.namespace"), _default_reject,
+    lambda o: {"status.replicas": _go_int(_get(o, "status", "replicas"))})
+
+#: The same, by (group, resource), for the callers that select without a strategy at hand.
 _BUILTIN: dict[tuple[str, str], FieldSupport] = {
-    ("", "pods"): FieldSupport(_pod_labels, _not_supported, _pod_values),
-    ("", "nodes"): FieldSupport(
-        _identity("metadata.name", "spec.unschedulable"), _not_supported,
-        lambda o: {"spec.unschedulable": _go_bool(_get(o, "spec", "unschedulable"))}, namespaced=False),
-    ("", "replicationcontrollers"): FieldSupport(
-        _identity("metadata.name", "metadata.namespace", "status.replicas"), _not_supported,
-        lambda o: {"status.replicas": _go_int(_get(o, "status", "replicas"))}),
-    ("", "events"): FieldSupport(_identity(*_EVENT_LABELS), _not_supported, _core_event_values),
-    ("events.k8s.io", "events"): FieldSupport(_EVENTS_K8S_IO_LABELS, _not_supported, _events_k8s_io_values),
-    ("", "namespaces"): FieldSupport(
-        _identity("status.phase", "metadata.name"), _not_supported,
-        lambda o: {"status.phase": _text(o, "status", "phase")}, namespaced=False),
-    ("", "secrets"): FieldSupport(
-        _identity("type", "metadata.namespace", "metadata.name"), _not_supported,
-        lambda o: {"type": _text(o, "type")}),
-    ("", "services"): FieldSupport(
-        _identity("metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"), _not_supported,
-        lambda o: {"spec.clusterIP": _text(o, "spec", "clusterIP"), "spec.type": _text(o, "spec", "type")}),
-    ("batch", "jobs"): FieldSupport(
-        _identity("metadata.name", "metadata.namespace", "status.successful"),
-        lambda label: f'field label "{label}" not supported for Job',
-        lambda o: {"status.successful": _go_int(_get(o, "status", "succeeded"))}),
-    ("certificates.k8s.io", "certificatesigningrequests"): FieldSupport(
-        _identity("metadata.name", "spec.signerName"), _not_supported,
-        lambda o: {"spec.signerName": _text(o, "spec", "signerName")}, namespaced=False),
-    # apps/v1 registers no conversion func, so only the metadata fields pass the handler's
-    # conversion step; the registry still exposes status.replicas.
-    ("apps", "replicasets"): FieldSupport(
-        _identity("metadata.name", "metadata.namespace"), _default_reject,
-        lambda o: {"status.replicas": _go_int(_get(o, "status", "replicas"))}),
+    ("", "pods"): POD_FIELDS,
+    ("", "nodes"): NODE_FIELDS,
+    ("", "replicationcontrollers"): REPLICATION_CONTROLLER_FIELDS,
+    ("", "events"): EVENT_FIELDS,
+    ("events.k8s.io", "events"): EVENTS_K8S_IO_EVENT_FIELDS,
+    ("", "namespaces"): NAMESPACE_FIELDS,
+    ("", "secrets"): SECRET_FIELDS,
+    ("", "services"): SERVICE_FIELDS,
+    ("batch", "jobs"): JOB_FIELDS,
+    ("certificates.k8s.io", "certificatesigningrequests"): CSR_FIELDS,
+    ("apps", "replicasets"): REPLICA_SET_FIELDS,
 }
 
 _registered: dict[tuple[str, str], FieldSupport] = {}
@@ -318,6 +333,12 @@ def register_selectable_fields(group: str, resource: str, fields: Iterable[str],
 
     _registered[(group, resource)] = FieldSupport(accepted, _not_supported, values or read_declared,
                                                   namespaced=namespaced)
+
+
+def register_field_support(group: str, resource: str, support: FieldSupport) -> None:
+    """Declare a built-in resource's field selectors (what its kind's strategy carries): the
+    hook through which a service provides them, as ``register_selectable_fields`` does for a CRD."""
+    _registered[(group, resource)] = support
 
 
 def unregister_selectable_fields(group: str, resource: str) -> None:

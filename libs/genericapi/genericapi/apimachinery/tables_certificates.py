@@ -43,7 +43,7 @@ def csr_cells(obj: Obj, now: datetime) -> Cells:
             condition_summary(obj)]
 
 
-register("certificates.k8s.io", ["certificatesigningrequests"], [
+CSR_PRINTER = register("certificates.k8s.io", ["certificatesigningrequests"], [
     name_column(),
     age_column(),
     column("SignerName", "string", doc(_SPEC, "signerName")),

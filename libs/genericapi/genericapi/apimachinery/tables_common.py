@@ -41,10 +41,14 @@ PRINTERS: dict[tuple[str, str], Printer] = {}
 
 
 def register(group: str, resources_: Sequence[str], columns: Sequence[dict[str, Any]],
-             cells: CellsFunc) -> None:
+             cells: CellsFunc) -> Printer:
+    """A built-in kind's printer, returned for its strategy class (core-api's ``coreapi.kinds``
+    names it as the kind's ``table_printer``) and kept under (group, resource) for the callers
+    that print by resource name alone."""
     printer = Printer(tuple(columns), cells)
     for resource in resources_:
         PRINTERS[(group, resource)] = printer
+    return printer
 
 
 # --- column definitions ----------------------------------------------------------------------

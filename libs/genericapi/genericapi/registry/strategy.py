@@ -1,8 +1,9 @@
 """Per-kind rules on top of the generic store: defaulting, validation, what counts as status.
 
 A strategy is small on purpose: the generic store owns storage, metadata and conflicts; the
-strategy only says what is special about its kind. Later issues add defaulting and semantic
-validation for built-in kinds by subclassing ``Strategy`` and overriding its hooks.
+strategy only says what is special about its kind. A service subclasses ``Strategy`` once per
+kind it serves (core-api: ``coreapi.kinds``, one class per built-in kind named by its catalog row)
+and overrides the hooks and class attributes below; nothing here is looked up by kind.
 """
 
 from __future__ import annotations
@@ -28,20 +29,25 @@ class Strategy:
     tracks_generation: bool = False
     #: Kinds whose objects return themselves from DELETE (others answer a success Status).
     returns_deleted_object: bool = False
-    #: Table printer of this kind when it is not registered by (group, resource) (custom resources).
+    #: Table printer of this kind (None: the default Name / Created At table).
     table_printer: Printer | None = None
 
     def __init__(self, info: ResourceInfo, schemas: SchemaCatalog | None = None,
                  name_validator: NameValidator | None = None) -> None:
         self.info = info
         self.schemas = schemas
-        self.name_validator: NameValidator = name_validator or validation.name_validator_for(info.group, info.kind)
+        self.name_validator: NameValidator = name_validator or self.default_name_validator()
         self.has_status = "status" in info.subresources
+
+    def default_name_validator(self) -> NameValidator:
+        """The rule this kind's names follow (the ``nameFn`` kube passes to ``ValidateObjectMeta``):
+        a DNS-1123 subdomain unless the kind's strategy says otherwise."""
+        return validation.name_is_dns_subdomain
 
     # -- hooks: create ------------------------------------------------------------------
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         """Clear what a client may not set on create (status, when it is a subresource)."""
-        if self.has_status and self.info.kind not in _STATUS_ON_CREATE:
+        if self.has_status:
             obj["status"] = {}
 
     def default(self, obj: dict[str, Any]) -> None:
@@ -101,7 +107,3 @@ class Strategy:
         """Whether anything but metadata and status changed (what bumps generation)."""
         keys = (set(new) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
         return any(new.get(k) != old.get(k) for k in keys)
-
-
-#: Kinds whose status a client may set on create even with a status subresource.
-_STATUS_ON_CREATE: frozenset[str] = frozenset()

@@ -1,0 +1,67 @@
+"""Kinds of the small API groups, a few rules each: events.k8s.io Events, discovery EndpointSlices,
+policy PodDisruptionBudgets, scheduling PriorityClasses, certificates CSRs, storage classes and CSI
+drivers, coordination Leases."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from genericapi.apimachinery import fields, tables_apps, tables_certificates, tables_core
+from genericapi.apimachinery.errors import FieldError
+
+from coreapi.defaults import groups as defaults
+from coreapi.defaults import services as service_defaults
+from coreapi.validation import scheduling
+
+from .base import BuiltinStrategy
+
+
+class CertificateSigningRequestStrategy(BuiltinStrategy):
+    field_support = fields.CSR_FIELDS
+    table_printer = tables_certificates.CSR_PRINTER
+
+    def set_defaults(self, obj: dict[str, Any]) -> None:
+        defaults.certificate_signing_request(obj)
+
+
+class CSIDriverStrategy(BuiltinStrategy):
+    def set_defaults(self, obj: dict[str, Any]) -> None:
+        defaults.csi_driver(obj)
+
+
+class EndpointSliceStrategy(BuiltinStrategy):
+    def set_defaults(self, obj: dict[str, Any]) -> None:
+        service_defaults.endpoint_slice(obj)
+
+
+class EventsV1EventStrategy(BuiltinStrategy):
+    """events.k8s.io Events: core Events' storage seen through the newer API's field names."""
+
+    field_support = fields.EVENTS_K8S_IO_EVENT_FIELDS
+    table_printer = tables_core.EVENTS_K8S_IO_EVENT_PRINTER
+
+
+class LeaseStrategy(BuiltinStrategy):
+    table_printer = tables_apps.LEASE_PRINTER
+
+
+class PodDisruptionBudgetStrategy(BuiltinStrategy):
+    tracks_generation = True
+    zero_status: ClassVar[tuple[str, ...]] = (
+        "disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods")
+
+
+class PriorityClassStrategy(BuiltinStrategy):
+    def set_defaults(self, obj: dict[str, Any]) -> None:
+        defaults.priority_class(obj)
+
+    def validate_kind(self, obj: dict[str, Any]) -> list[FieldError]:
+        return scheduling.validate_priority_class(obj)
+
+    def validate_kind_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return scheduling.validate_priority_class_update(new, old)
+
+
+class StorageClassStrategy(BuiltinStrategy):
+    def set_defaults(self, obj: dict[str, Any]) -> None:
+        defaults.storage_class(obj)
