@@ -31,7 +31,7 @@ from genericapi.server import encryptionconfig
 from genericapi.server.certs import CertPaths, ensure_certificates
 from genericapi.storage.etcd import EtcdTLS
 
-from . import auditpolicy
+from . import auditpolicy, forkserver
 
 
 class EtcdExited(RuntimeError):
@@ -138,6 +138,11 @@ class Chain:
     audit_policy: str = ""
     #: More ``--audit-*`` flags for every gateway (rotation, webhook, ...).
     audit_flags: list[str] = field(default_factory=list)
+    #: Fork core-api, extensions-api and the gateways at start from one process that imported their
+    #: shared code once (kubechain_cli.forkserver; ``KUBECHAIN_FORK_SERVICES=0`` turns it off too).
+    #: Off, or where forking is not possible, every service is executed as ``python -m <module>``.
+    fork_services: bool = True
+    _forks: forkserver.ForkServer | None = field(default=None, init=False, repr=False)
 
     @property
     def pki(self) -> CertPaths:
@@ -161,14 +166,39 @@ class Chain:
         """The process (and socket, log) name of one replica: ``core-api``, ``core-api-1``, ..."""
         return service if index == 0 else f"{service}-{index}"
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def _log_path(self, name: str) -> Path:
         log_dir = self.log_dir or self.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        out = open(log_dir / f"{name}.log", "ab")
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        return log_dir / f"{name}.log"
+
+    @staticmethod
+    def _child_env() -> dict[str, str]:
+        return dict(os.environ, PYTHONUNBUFFERED="1")
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        """Start one child: forked by the fork server while the chain starts, else executed."""
+        log = self._log_path(name)
+        env = self._child_env()
         self.commands[name] = argv
-        self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                                start_new_session=True, preexec_fn=_die_with_parent)
+        with open(log, "ab") as out:
+            forked = self._forks.spawn(argv, str(log), env) if self._forks is not None else None
+            if forked is not None:
+                self.processes[name] = forked
+                return
+            self.processes[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                                    start_new_session=True, preexec_fn=_die_with_parent)
+
+    def _start_fork_server(self) -> None:
+        """Start the fork server first: it imports the services' shared code while the chain makes
+        certificates and etcd boots (see kubechain_cli.forkserver)."""
+        if self.fork_services and self._forks is None:
+            self._forks = forkserver.ForkServer.launch(self._child_env(), str(self._log_path("forkserver")),
+                                                       preexec_fn=_die_with_parent)
+
+    def _stop_fork_server(self) -> None:
+        forks, self._forks = self._forks, None
+        if forks is not None:
+            forks.close()
 
     def respawn(self, name: str) -> subprocess.Popen[bytes]:
         """Start a child that exited again, with the command line it had (its log goes on)."""
@@ -205,6 +235,15 @@ class Chain:
         if self.replicas < 1:
             raise ValueError(f"replicas must be at least 1, not {self.replicas}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._start_fork_server()
+        try:
+            self._spawn_all()
+        finally:
+            self._stop_fork_server()  # the services are started: later starts are executed
+        self.write_kubeconfig()
+        self.wait_ready(timeout)
+
+    def _spawn_all(self) -> None:
         # Certificates first (etcd serves with one), then etcd: it boots while the encryption config is written.
         paths = ensure_certificates(self.data_dir / "pki")
         endpoints = self.etcd_endpoints
@@ -279,8 +318,6 @@ class Chain:
                          # as kubeadm: bootstrap tokens authenticate (the Secrets they and legacy
                          # service account tokens are checked against may be encrypted at rest)
                          "--enable-bootstrap-token-auth=true", *encryption, *tracing])
-        self.write_kubeconfig()
-        self.wait_ready(timeout)
 
     def _audit_args(self, replica: int) -> list[str]:
         """A gateway's audit flags: the policy, and its own log in the data dir."""
@@ -400,6 +437,7 @@ class Chain:
         """SIGTERM tier by tier (gateways, core-api, extensions-api, etcd); the replicas of one
         tier stop together. A process still there after ``timeout`` is killed. Processes of
         other names (``add_process``) stop last but one, before etcd."""
+        self._stop_fork_server()
         for tier in _STOP_ORDER:
             procs = [proc for name, proc in self.processes.items() if _tier(name) == tier and proc.poll() is None]
             for proc in procs:
