@@ -303,8 +303,9 @@ class ForkServer:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Tell the fork server to exit (end of its input) and reap it; stop adopting."""
+    def close(self, timeout: float = 1.0) -> None:
+        """Tell the fork server to exit (end of its input) and reap it; stop adopting. One still
+        preloading (a chain stopped while starting) is killed after ``timeout``: it holds nothing."""
         if self._sock.fileno() >= 0:
             self._sock.close()
             try:

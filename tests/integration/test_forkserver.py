@@ -26,6 +26,13 @@ def _stat(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
+def _running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except FileNotFoundError:
+        return False
+
+
 def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONUNBUFFERED="1")
 
@@ -89,7 +96,7 @@ def test_what_cannot_be_forked_is_refused_so_the_chain_executes_it(
     assert server.spawn([sys.executable, "-m", "coreapi"], log, dict(_env(), KUBECHAIN_SOMETHING="1")) is None
     assert server.last_refusal == "environment differs from the fork server's"
     server.close()
-    assert server.proc.returncode == 0
+    assert server.proc.poll() is not None  # gone (killed if it was still preloading)
     assert server.spawn([sys.executable, "-m", "coreapi"], log, _env()) is None
     assert server.last_refusal == "fork server gone"
 
@@ -145,3 +152,35 @@ def test_without_forking_every_service_is_executed(tmp_path: Path, monkeypatch: 
         assert not (chain.data_dir / "logs" / "forkserver.log").exists()
     finally:
         chain.stop()
+
+
+_STARTER = """
+import os, sys
+from kubechain_cli import forkserver
+from kubechain_cli.chain import _die_with_parent
+env = dict(os.environ, PYTHONUNBUFFERED="1")
+forks = forkserver.ForkServer.launch(env, sys.argv[1] + "/forkserver.log", preexec_fn=_die_with_parent)
+proc = forks.spawn([sys.executable, "-m", "coreapi", "--etcd-servers", "https://127.0.0.1:1",
+                    "--bind-unix-socket", sys.argv[1] + "/core-api.sock"], sys.argv[1] + "/core-api.log", env)
+forks.close()
+print(proc.pid, flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def test_a_forked_service_dies_with_the_process_that_started_the_chain(tmp_path: Path) -> None:
+    starter = subprocess.Popen([sys.executable, "-c", _STARTER, str(tmp_path)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert starter.stdout is not None
+        pid = int(starter.stdout.readline())
+        assert int(_stat(pid)[1]) == starter.pid  # adopted by the starter, the fork server is gone
+        starter.kill()
+        starter.wait(10)
+        deadline = time.monotonic() + 20
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(pid), "the forked service outlived the process that started it"
+    finally:
+        if starter.poll() is None:
+            starter.kill()
