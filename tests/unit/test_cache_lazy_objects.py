@@ -377,3 +377,18 @@ def test_list_options_build_a_selection_predicate() -> None:
     assert isinstance(opts.predicate, SelectionPredicate) and opts.filtered
     assert list_options(PODS, {"labelSelector": "", "fieldSelector": ""}).predicate is None
     assert right_sized(b"x") == b"x"
+
+
+@pytest.mark.parametrize(("plural", "namespaced", "key", "obj"), [
+    ("configmaps", True, b"/registry/configmaps/ns/cm-1", {"metadata": {"name": "cm-1", "namespace": "ns"}}),
+    ("configmaps", True, b"/registry/configmaps/ns-1/x-cm-1", {"metadata": {"name": "x-cm-1", "namespace": "ns-1"}}),
+    ("clusterroles", False, b"/registry/clusterroles/cm-1", {"metadata": {"name": "cm-1"}}),
+])
+def test_name_and_namespace_terms_read_from_the_key_answer_as_the_object(
+        plural: str, namespaced: bool, key: bytes, obj: dict[str, Any]) -> None:
+    group = "rbac.authorization.k8s.io" if plural == "clusterroles" else ""
+    for text in ("metadata.name=cm-1", "metadata.name!=cm-1", "metadata.name=", "metadata.name!=",
+                 "metadata.name=1", "metadata.namespace=ns", "metadata.namespace!=ns", "metadata.namespace=",
+                 "metadata.name=cm-1,metadata.namespace=ns", "metadata.name==x-cm-1"):
+        pred = SelectionPredicate(group, plural, namespaced, None, _field(group, plural, text))
+        assert pred.match_attrs(key, NO_ATTRS) == pred(obj), (text, key)

@@ -23,7 +23,7 @@ _KEY_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 class SelectionPredicate:
     """Objects matching a label selector and a (converted) field selector; either may be None."""
 
-    __slots__ = ("_extra", "_label", "field", "group", "label", "namespaced", "plural")
+    __slots__ = ("_extra", "_terms", "field", "group", "label", "namespaced", "plural")
 
     def __init__(self, group: str, plural: str, namespaced: bool, label: labels.LabelSelector | None,
                  field: fields.FieldSelector | None) -> None:
@@ -32,6 +32,9 @@ class SelectionPredicate:
         self.field = field
         #: Fields the selector reads beyond those the key holds.
         self._extra = tuple(sorted({r.field for r in field.requirements} - _KEY_FIELDS)) if field else ()
+        #: Each field term as (field, wants equal, value, b"/" + value): a name term is the key's end.
+        self._terms = tuple((r.field, r.operator == "=", r.value, b"/" + r.value.encode())
+                            for r in field.requirements) if field else ()
 
     def __call__(self, obj: dict[str, Any]) -> bool:
         if self.label is not None and not self.label.matches((obj.get("metadata") or {}).get("labels")):
@@ -43,22 +46,33 @@ class SelectionPredicate:
 
     def match_attrs(self, key: bytes, attrs: Attrs) -> bool | None:
         """The answer from the cache's attributes, or None when they lack a field (the cache then
-        asks with the object)."""
+        asks with the object). Evaluated per watcher per event: no dict is built, a name term is
+        the key's last segment compared in place."""
         obj_labels, extra = attrs
         if self.label is not None and not self.label.matches(obj_labels):
             return False
-        if self.field is None:
+        if not self._terms:
             return True
-        values: dict[str, str] = {}
-        if self._extra:
-            if extra is None or any(f not in extra for f in self._extra):
-                return None
-            values.update(extra)
-        cut = key.rfind(b"/")
-        values["metadata.name"] = key[cut + 1:].decode()
-        if self.namespaced:
-            values["metadata.namespace"] = key[key.rfind(b"/", 0, cut) + 1:cut].decode()
-        return self.field.matches(values)
+        if self._extra and (extra is None or any(f not in extra for f in self._extra)):
+            return None
+        for name, equal, value, tail in self._terms:
+            if name == "metadata.name":
+                # Names hold no "/": the key ends with "/<value>" exactly when the name is the value
+                # (an empty value never matches a stored object's name).
+                if key.endswith(tail) != equal:
+                    return False
+                continue
+            if name == "metadata.namespace":
+                if self.namespaced:
+                    cut = key.rfind(b"/")
+                    have = key[key.rfind(b"/", 0, cut) + 1:cut].decode()
+                else:
+                    have = ""
+            else:
+                have = extra.get(name, "") if extra is not None else ""
+            if (have == value) != equal:
+                return False
+        return True
 
 
 def selection_predicate(group: str, plural: str, namespaced: bool, label: labels.LabelSelector | None,

@@ -271,6 +271,11 @@ class CacheWatcher:
     max_queue: int = 10_000
     #: Only keys under this prefix (a namespace's) concern this watch.
     key_prefix: bytes = b""
+    #: The predicate's ``match_attrs`` (kube's SelectionPredicate over GetAttrs), if it has one.
+    _match: Callable[[bytes, Attrs], bool | None] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._match = getattr(self.predicate, "match_attrs", None)
     items: deque[WatchItem] = field(default_factory=deque)
     last_revision: int = 0
     closed: bool = False
@@ -297,16 +302,30 @@ class CacheWatcher:
         self._push(item)
 
     def _filter(self, event: CacheEvent) -> CacheEvent | None:
-        if self.key_prefix and not event.key.startswith(self.key_prefix):
+        key = event.key
+        if self.key_prefix and not key.startswith(self.key_prefix):
             return None
         pred = self.predicate
         if pred is None:
             return event
-        deleted = event.type == "DELETED"
-        old = event.has_prev and _selects(pred, event.key, event.prev_attrs, lambda: event.prev)
-        if deleted:
+        # Inline (once per watcher per event): the attributes first, the object only when they cannot answer.
+        match = self._match
+        answer: bool | None
+        prev_entry = event.prev_entry
+        if prev_entry is not None or event._prev is not None:
+            attrs = prev_entry.attrs if prev_entry is not None else None
+            answer = match(key, attrs) if match is not None and attrs is not None else None
+            if answer is None:
+                prev = event.prev
+                answer = prev is not None and pred(prev)
+            old = answer
+        else:
+            old = False
+        if event.type == "DELETED":
             return event if old else None
-        cur = _selects(pred, event.key, event.attrs, lambda: event.obj)
+        attrs = event.attrs
+        answer = match(key, attrs) if match is not None and attrs is not None else None
+        cur = answer if answer is not None else pred(event.obj)
         if cur and old:
             return event
         # Same object, another type: the encodings (keyed by type too) are shared with the event's.
