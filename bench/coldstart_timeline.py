@@ -1,14 +1,16 @@
 """Where a cold start's time goes (issue 15): one ``Chain.start`` in a fresh data dir, as
 ``kubechain up`` runs it (controllers on unless ``--no-controllers``), printed as a timeline.
 
-From this process: certificate generation, each child spawned, etcd's first answer to ``/health``
-(polled every 5 ms with the client certificate), each backend's socket appearing (uvicorn binds it
-once the service's start-up hooks have run), the gateway's ``/readyz?verbose`` failing checks as they
-change (polled every 100 ms), and ``wait_ready`` returning. From inside each service (the opt-in
-``bench/cstrace_site/sitecustomize.py``, put on the children's ``PYTHONPATH`` only): process start,
-interpreter ready, server module imported, waiting for etcd, watch caches started, each post-start
-hook, the control server, uvicorn's startup, the gateway's start pieces and control-channel
-sessions, and the number of etcd calls by method. Also each process's CPU seconds at ready.
+From this process: certificate generation, each child spawned (forked or executed), etcd's first
+answer to ``/health`` (polled every 5 ms with the client certificate), each backend's socket
+appearing (uvicorn binds it once the service's start-up hooks have run), the gateway's
+``/readyz?verbose`` failing checks as they change (polled every 200 ms, a new TLS connection each: a
+little load of its own), and ``Chain.start`` returning. From inside each process (the opt-in
+``bench/cstrace_site/sitecustomize.py``, put on the children's ``PYTHONPATH`` only): interpreter
+ready, fork, server module imported, waiting for etcd, watch caches started, each post-start hook,
+the control server, uvicorn's startup, the gateway's start pieces and control-channel sessions
+(one per connection attempt), and the number of etcd calls by method. Also each process's CPU
+seconds at ready.
 
     .venv/bin/python bench/coldstart_timeline.py [--no-controllers] [--keep DIR]
 """
@@ -105,7 +107,7 @@ def _poll_gateway(chain: Chain, rec: Recorder, stop: threading.Event) -> None:
             last = state
         if body is not None and "failing: none" in state:
             return
-        time.sleep(0.1)
+        time.sleep(0.2)
 
 
 def run(controllers: bool, keep: str) -> None:
