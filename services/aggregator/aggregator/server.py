@@ -41,8 +41,8 @@ from genericapi.server.app import Dispatcher, build_app, run_forever, serve
 from genericapi.server.certs import ensure_certificates
 from genericapi.server.discovery import wants_aggregated
 from genericapi.server.health import HealthChecks, PostStartHookStatus
+from genericapi.server.leanhttp import LeanHttpProtocol
 from genericapi.server.proxy import ReverseProxy
-from genericapi.server.tls import ClientCertProtocol
 from genericapi.server.tracing import Tracing, inject_headers
 from genericapi.storage.etcd import EtcdTLS
 from starlette.types import Receive, Scope, Send
@@ -563,4 +563,4 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             gateway.apiservices.end_streams()
 
     await serve(app, health, host=config.bind_address, port=config.secure_port, ssl_options=ssl_options,
-                shutdown_delay=shutdown_delay, http_protocol=ClientCertProtocol, before_exit=end_watches)
+                shutdown_delay=shutdown_delay, http_protocol=LeanHttpProtocol, before_exit=end_watches)

@@ -52,6 +52,10 @@ RESPONSE_OWN = HOP_BY_HOP | {"date", "server"}
 #: acted on the request: only these are safe to repeat; others get a 503).
 RETRY_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 
+# The same sets as bytes, for the hot path that never decodes a header (issue 15: CPU per request).
+_REQUEST_OWN_B = frozenset(h.encode() for h in REQUEST_OWN)
+_RESPONSE_OWN_B = frozenset(h.encode() for h in RESPONSE_OWN)
+_NEVER_FORWARDED = (b"x-remote-", b"impersonate-")
 
 
 class AbortHandler(Exception):
@@ -91,6 +95,21 @@ def _forward_headers(scope: Scope, extra: Iterable[tuple[str, str]],
     return out
 
 
+def _forward_head(scope: Scope, extra: Iterable[tuple[str, str]], drop: frozenset[bytes] = frozenset()) -> bytes:
+    """``_forward_headers``' headers as the lines of an HTTP/1.1 head, built from the scope's bytes
+    without decoding them (the Unix-socket hop, the gateway's hot path)."""
+    headers = scope["headers"]
+    named: set[bytes] | None = None
+    for k, v in headers:
+        if k == b"connection":
+            named = (named or set()) | {t.strip().lower() for t in v.split(b",") if t.strip()}
+    lines = [b"%s: %s\r\n" % (k, v) for k, v in headers
+             if k not in _REQUEST_OWN_B and k not in drop and not k.startswith(_NEVER_FORWARDED)
+             and (named is None or k not in named)]
+    lines.extend(f"{k}: {v}\r\n".encode("latin-1") for k, v in extra)
+    return b"".join(lines)
+
+
 class ReverseProxy:
     """Forwards ASGI HTTP requests to one of several upstreams, trying the next on failure.
 
@@ -111,9 +130,12 @@ class ReverseProxy:
         #: Request bodies past this size are refused (413) as they stream in; 0: no limit.
         self._max_body = max_body_bytes
         self._drop = frozenset(h.lower() for h in drop_headers)
+        self._drop_b = frozenset(h.encode("latin-1") for h in self._drop)
         self._session: aiohttp.ClientSession | None = None
         self._unix_sessions: dict[str, aiohttp.ClientSession] = {}
         self._unix_pools: dict[str, UnixHTTPPool] = {}
+        #: Upstream base URL -> its Unix-socket pool, or None for a TCP upstream (read once per base).
+        self._pool_of: dict[str, UnixHTTPPool | None] = {}
         self._streams: set[asyncio.Task[None]] = set()
         self._ending_streams = False
         self._rr = 0
@@ -166,11 +188,11 @@ class ReverseProxy:
         if not isinstance(body, bytes):
             stream, body = body, body.prefix
         extra = self._header_source(scope) if self._header_source else []
-        headers = _forward_headers(scope, extra, self._drop)
-        path = scope.get("raw_path") or scope["path"].encode()
-        target = path.decode("latin-1")
+        head = _forward_head(scope, extra, self._drop_b)
+        raw_target: bytes = scope.get("raw_path") or scope["path"].encode()
         if scope.get("query_string"):
-            target += "?" + scope["query_string"].decode("latin-1")
+            raw_target += b"?" + scope["query_string"]
+        target = raw_target.decode("latin-1")
         if not upstreams:
             await _send_error(send, apierrors.service_unavailable("no backend is available for this request"))
             return
@@ -180,13 +202,10 @@ class ReverseProxy:
         last_err: Exception | None = None
         for i in range(len(upstreams)):
             base = upstreams[(start + i) % len(upstreams)]
-            socket_path = unix_socket_path(base)
-            if socket_path is not None:
-                pool = self._unix_pools.get(socket_path)
-                if pool is None:
-                    pool = self._unix_pools[socket_path] = UnixHTTPPool(socket_path)
+            pool = self._pool_of[base] if base in self._pool_of else self._pool_for(base)
+            if pool is not None:
                 try:
-                    unix_resp = await pool.request(method, target, headers, body, stream,
+                    unix_resp = await pool.request(method, raw_target, head, body, stream,
                                                    stream.length if stream is not None else None)
                 except (OSError, UpstreamClosed) as err:
                     last_err = err
@@ -210,9 +229,9 @@ class ReverseProxy:
                     return
                 await self._relay_unix(unix_resp, receive, send)
                 return
-            tcp_headers = headers
+            tcp_headers = _forward_headers(scope, extra, self._drop)
             if stream is not None and stream.length is not None:
-                tcp_headers = [*headers, ("content-length", str(stream.length))]
+                tcp_headers = [*tcp_headers, ("content-length", str(stream.length))]
             try:
                 resp = await self.session(base).request(
                     method, http_base(base) + target, headers=tcp_headers,
@@ -256,6 +275,17 @@ class ReverseProxy:
         await _send_error(send, apierrors.service_unavailable(
             f"the backend serving this request is unavailable: {last_err}"))
 
+    def _pool_for(self, base: str) -> UnixHTTPPool | None:
+        socket_path = unix_socket_path(base)
+        pool = None
+        if socket_path is not None:
+            pool = self._unix_pools.get(socket_path)
+            if pool is None:
+                pool = self._unix_pools[socket_path] = UnixHTTPPool(socket_path)
+        if len(self._pool_of) < 4096:  # bases come from configuration and APIServices: few
+            self._pool_of[base] = pool
+        return pool
+
     async def _relay_sized(self, status: int, headers: list[tuple[bytes, bytes]], first: bytes,
                            rest: AsyncIterator[bytes], close: Callable[[], None], receive: Receive,
                            send: Send, request: str) -> None:
@@ -264,7 +294,7 @@ class ReverseProxy:
         frees the upstream connection (``close``). An upstream failing mid-body aborts the client's
         connection as Go's ReverseProxy does (it panics with http.ErrAbortHandler): the client
         sees a cut-off answer, never a wrong complete one nor a second answer."""
-        out = [(k, v) for k, v in headers if k.decode("latin-1") not in RESPONSE_OWN]
+        out = [(k, v) for k, v in headers if k not in _RESPONSE_OWN_B]
         out.append((b"content-length", next(v for k, v in headers if k == b"content-length")))
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": first, "more_body": True})
@@ -293,7 +323,7 @@ class ReverseProxy:
         more task waits for the client's disconnect (or shutdown, ``end_streams``) and then aborts
         the upstream connection, which ends the loop. An open watch costs one extra task, not two
         and an ``asyncio.wait`` (issue 15: memory per watcher)."""
-        out_headers = [(k, v) for k, v in resp.headers if k.decode("latin-1") not in RESPONSE_OWN]
+        out_headers = [(k, v) for k, v in resp.headers if k not in _RESPONSE_OWN_B]
         await send({"type": "http.response.start", "status": resp.status, "headers": out_headers})
         del out_headers
         resp.headers.clear()  # read once: not kept for the stream's life (the connection resets it per request)
@@ -371,8 +401,8 @@ async def _disconnected(receive: Receive) -> None:
 
 async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]], data: bytes) -> None:
     """An answer read whole from the upstream (it had a Content-Length), without hop-by-hop headers."""
-    out = [(k, v) for k, v in headers if k.decode("latin-1").lower() not in RESPONSE_OWN]
-    out.append((b"content-length", str(len(data)).encode()))
+    out = [(k, v) for k, v in headers if k.lower() not in _RESPONSE_OWN_B]
+    out.append((b"content-length", b"%d" % len(data)))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": data, "more_body": False})
 

@@ -18,7 +18,8 @@ _PEERS: dict[bytes, dict[str, Any]] = {}
 _PEERS_MAX = 1024
 
 
-def _parsed_peer(ssl_object: Any) -> dict[str, Any] | None:
+def parsed_peer(ssl_object: Any) -> dict[str, Any] | None:
+    """The verified peer certificate of a TLS connection, parsed (shared by its other connections)."""
     der = ssl_object.getpeercert(binary_form=True)
     if not der:
         return None
@@ -36,7 +37,7 @@ class ClientCertProtocol(CorkedHttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         ssl_object = transport.get_extra_info("ssl_object")
-        self._peer = _parsed_peer(ssl_object) if ssl_object is not None else None
+        self._peer = parsed_peer(ssl_object) if ssl_object is not None else None
 
     def shutdown(self) -> None:
         """On graceful stop an idle keep-alive connection is dropped at once, as Go's server closes
@@ -51,6 +52,9 @@ class ClientCertProtocol(CorkedHttpToolsProtocol):
         super().on_message_begin()
         if self._peer:
             self.scope["extensions"] = {"tls": {"peercert": self._peer}}  # type: ignore[typeddict-unknown-key]
+
+
+_parsed_peer = parsed_peer  # the name tests/unit/test_tls_peer_sharing.py reads
 
 
 def peer_identity(scope: MutableMapping[str, Any]) -> tuple[str, list[str]] | None:
