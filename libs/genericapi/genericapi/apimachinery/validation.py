@@ -125,6 +125,17 @@ class _Walker:
         self.catalog = catalog
         self.result = ValidationResult()
         self.fatal = False  # a custom unmarshaller failed: Go stops decoding there
+        self._plans = _plans_of(catalog)
+
+    def plan(self, node: dict[str, Any]) -> _Plan:
+        """What walking a value under ``node`` does, worked out once per schema node (memoized:
+        every field of every validated object resolves its node's ``$ref`` and types)."""
+        cached = self._plans.get(id(node))
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        plan = _make_plan(self.catalog, node)
+        self._plans[id(node)] = (node, plan)
+        return plan
 
     # Go type naming -------------------------------------------------------------------------
 
@@ -169,22 +180,19 @@ class _Walker:
              go_path: list[str], holder: Any = None, slot: Any = None) -> None:
         if self.fatal or value is None:
             return
-        name, resolved = self.catalog.resolve_named(node)
-        if name in _FREE_FORM:
+        name, resolved, tag, types = self.plan(node)
+        if tag == _SKIP:
             return
-        if name == _QUANTITY:
+        if tag == _TAG_QUANTITY:
             self.check_quantity(value)
             return
-        if name == _INT_OR_STRING:
+        if tag == _TAG_INT_OR_STRING:
             self.check_int_or_string(value)
             return
-        if name in (_TIME, _MICRO_TIME):
+        if tag == _TAG_TIME:
             self.check_time(value, name == _MICRO_TIME, holder, slot)
             return
-        types = node_types(resolved)
-        if not types:
-            return
-        if "object" in types:
+        if tag == _TAG_OBJECT:
             if not isinstance(value, dict):
                 self.type_error(_json_kind(value), struct, go_path, node)
                 return
@@ -194,7 +202,7 @@ class _Walker:
                     child = value.get(key, 0)
                     if child is None or (isinstance(child, (dict, list)) and not child):
                         self.result.canonical.append((value, key, DROP))
-        elif "array" in types:
+        elif tag == _TAG_ARRAY:
             if not isinstance(value, list):
                 self.type_error(_json_kind(value), struct, go_path, node)
                 return
@@ -227,11 +235,9 @@ class _Walker:
             # Status is written by controllers; kube-apiserver never rejects an object for a
             # status field the schema lists as required (those lists mean "no omitempty").
             return
-        for required in resolved.get("required", ()):
+        for required in _required_of(resolved, props):
             if top_level and required in ("metadata", "apiVersion", "kind"):
                 continue
-            if _is_timestamp(props.get(required)):
-                continue  # Go writes zero times as null; a null timestamp is never a missing field
             if value.get(required) is None:
                 self.result.errors.append(errors.required(f"{path}.{required}" if path else required))
 
@@ -294,10 +300,9 @@ class _Walker:
         if not isinstance(value, str):
             self.custom_error(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
             return
-        try:
-            canonical = gowire.canonical_time(value, micro)
-        except ValueError as err:
-            self.custom_error(str(err))
+        canonical, error = _canonical_time(value, micro)
+        if error is not None:
+            self.custom_error(error)
             return
         if canonical != value and holder is not None:
             self.result.canonical.append((holder, slot, canonical))
@@ -319,6 +324,77 @@ _TIME_REFS = ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.
 def _is_timestamp(node: dict[str, Any] | None) -> bool:
     ref = SchemaCatalog.ref_name(node) if node else None
     return ref in _TIME_REFS
+
+
+# Memos of the walk. A schema node's plan and an object node's checked required fields depend on
+# the node only (catalogs are loaded once and never change), so they are kept by the node's id
+# with the node itself, which keeps the id from being reused; a time string's canonical form is
+# a pure function of the string (the same creationTimestamp and managedFields times recur on
+# every write within a second).
+
+#: (resolved definition name, resolved node, what to do, JSON types).
+_Plan = tuple[str | None, dict[str, Any], int, frozenset[str]]
+_SKIP, _TAG_QUANTITY, _TAG_INT_OR_STRING, _TAG_TIME, _TAG_OBJECT, _TAG_ARRAY, _TAG_SCALAR = range(7)
+_PLANS: dict[int, tuple[SchemaCatalog, dict[int, tuple[dict[str, Any], _Plan]]]] = {}
+_REQUIRED: dict[int, tuple[dict[str, Any], tuple[str, ...]]] = {}
+_TIMES: dict[tuple[str, bool], tuple[str, str | None]] = {}
+_TIMES_MAX = 4096
+
+
+def _plans_of(catalog: SchemaCatalog) -> dict[int, tuple[dict[str, Any], _Plan]]:
+    entry = _PLANS.get(id(catalog))
+    if entry is None or entry[0] is not catalog:
+        entry = _PLANS[id(catalog)] = (catalog, {})
+    return entry[1]
+
+
+def _make_plan(catalog: SchemaCatalog, node: dict[str, Any]) -> _Plan:
+    name, resolved = catalog.resolve_named(node)
+    types = node_types(resolved)
+    if name in _FREE_FORM:
+        tag = _SKIP
+    elif name == _QUANTITY:
+        tag = _TAG_QUANTITY
+    elif name == _INT_OR_STRING:
+        tag = _TAG_INT_OR_STRING
+    elif name in (_TIME, _MICRO_TIME):
+        tag = _TAG_TIME
+    elif not types:
+        tag = _SKIP
+    elif "object" in types:
+        tag = _TAG_OBJECT
+    elif "array" in types:
+        tag = _TAG_ARRAY
+    else:
+        tag = _TAG_SCALAR
+    return name, resolved, tag, types
+
+
+def _required_of(resolved: dict[str, Any], props: dict[str, Any]) -> tuple[str, ...]:
+    """The object's required fields but its timestamps (Go writes zero times as null; a null
+    timestamp is never a missing field), in the schema's order."""
+    cached = _REQUIRED.get(id(resolved))
+    if cached is not None and cached[0] is resolved:
+        return cached[1]
+    required = tuple(r for r in resolved.get("required", ()) if not _is_timestamp(props.get(r)))
+    _REQUIRED[id(resolved)] = (resolved, required)
+    return required
+
+
+def _canonical_time(value: str, micro: bool) -> tuple[str, str | None]:
+    """``gowire.canonical_time``'s answer, or its error's text, remembered per string."""
+    key = (value, micro)
+    cached = _TIMES.get(key)
+    if cached is not None:
+        return cached
+    try:
+        answer: tuple[str, str | None] = (gowire.canonical_time(value, micro), None)
+    except ValueError as err:
+        answer = (value, str(err))
+    if len(_TIMES) >= _TIMES_MAX:
+        _TIMES.clear()
+    _TIMES[key] = answer
+    return answer
 
 
 def validate_object(obj: dict[str, Any], catalog: SchemaCatalog, group: str, version: str,
