@@ -170,19 +170,25 @@ def test_a_strategy_written_over_the_generic_base_gets_its_rows_rules() -> None:
 # -- no table keyed by kind beside the classes ------------------------------------------------------
 
 _KINDS = {info.kind for info in catalog.BUILTIN_RESOURCES}
+_PLURALS = {info.plural for info in catalog.BUILTIN_RESOURCES}
 _CORE_API = Path(coreapi.__file__).parent
+_APIMACHINERY = Path(fields.__file__).parent
+#: core-api keys other things by (group, resource) (stores, conversions); the shared library's
+#: selectors, printers and validators may key nothing by a built-in kind or resource.
 _SCANNED = [*_CORE_API.rglob("*.py"), Path(generic_strategy.__file__)]
+_SCANNED_FOR_RESOURCES = [_APIMACHINERY / "fields.py", _APIMACHINERY / "validation_meta.py",
+                          *_APIMACHINERY.glob("tables*.py")]
 
 
-def _kind_pair(node: ast.AST) -> bool:
-    """A literal ("<group>", "<Kind>") naming a served kind."""
+def _kind_pair(node: ast.AST, names: set[str]) -> bool:
+    """A literal ("<group>", "<Kind or resource>") naming one of ``names``."""
     return (isinstance(node, ast.Tuple) and len(node.elts) in (2, 3)
             and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
-            and node.elts[-1].value in _KINDS)  # type: ignore[attr-defined]
+            and node.elts[-1].value in names)  # type: ignore[attr-defined]
 
 
-def _kind_tables(source: str) -> list[int]:
-    """Lines of dict/set literals with three or more (group, kind) keys."""
+def _kind_tables(source: str, names: set[str] = _KINDS) -> list[int]:
+    """Lines of dict/set literals with three or more (group, kind) keys (or of ``names``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         elements: list[ast.AST] = []
@@ -190,7 +196,7 @@ def _kind_tables(source: str) -> list[int]:
             elements = [k for k in node.keys if k is not None]
         elif isinstance(node, ast.Set):
             elements = list(node.elts)
-        if sum(_kind_pair(e) for e in elements) >= 3:
+        if sum(_kind_pair(e, names) for e in elements) >= 3:
             found.append(getattr(node, "lineno", 0))
     return found
 
@@ -201,8 +207,12 @@ def test_the_scan_finds_kind_tables() -> None:
     assert _kind_tables('V = {("autoscaling", "v1", "HorizontalPodAutoscaler"): f, ("", "v1", "Pod"): g,'
                         ' ("apps", "v1", "Deployment"): h}\n') == [1]
     assert _kind_tables('T = {("", "Pod"): f, ("", "pods"): g, ("x", "y"): h}\n') == []
+    assert _kind_tables('T = {("", "pods"): f, ("apps", "deployments"): g, ("batch", "jobs"): h}\n',
+                        _PLURALS) == [1]
 
 
 def test_no_lookup_table_keyed_by_kind() -> None:
     found = [f"{path}:{line}" for path in _SCANNED for line in _kind_tables(path.read_text())]
+    found += [f"{path}:{line}" for path in _SCANNED_FOR_RESOURCES
+              for line in _kind_tables(path.read_text(), _KINDS | _PLURALS)]
     assert found == [], f"a kind's behaviour belongs in its strategy class (coreapi.kinds): {found}"

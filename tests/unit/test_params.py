@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from coreapi import catalog
+from coreapi.strategies import strategy_class
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.handlers.params import (
@@ -24,6 +26,13 @@ from genericapi.handlers.params import (
 PODS = ResourceInfo("", "v1", "Pod", "pods", "pod", True)
 CONFIGMAPS = ResourceInfo("", "v1", "ConfigMap", "configmaps", "configmap", True)
 NODES = ResourceInfo("", "v1", "Node", "nodes", "node", False)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def builtin_field_selectors() -> None:
+    """core-api registers its kinds' field selectors as it builds their strategies: do the same."""
+    for info in catalog.BUILTIN_RESOURCES:
+        strategy_class(info)(info)
 
 
 def _obj(name: str, namespace: str = "default", labels: dict[str, str] | None = None,

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from coreapi.strategies import strategy_class
 from genericapi.apimachinery import tables
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.handlers.negotiation import Output
@@ -16,7 +17,6 @@ from genericapi.handlers.render import BATCH, render_list
 from genericapi.handlers.responses import StreamedListResponse
 from genericapi.registry.options import ListResult
 from genericapi.registry.store import Store
-from genericapi.registry.strategy import Strategy
 from genericapi.storage.etcd import EtcdClient
 from starlette.responses import Response
 
@@ -25,8 +25,9 @@ POD = ResourceInfo("", "v1", "Pod", "pods", "pod", True, ("po",))
 
 
 def store(info: ResourceInfo) -> Store:
-    """A real store; rendering reads only its resource info and strategy (nothing reaches etcd)."""
-    return Store(info, Strategy(info), EtcdClient(["http://127.0.0.1:1"]), f"/render/{info.plural}")
+    """A real store with the kind's strategy (its printer); rendering reads only its resource info
+    and strategy (nothing reaches etcd)."""
+    return Store(info, strategy_class(info)(info), EtcdClient(["http://127.0.0.1:1"]), f"/render/{info.plural}")
 
 
 def objects(info: ResourceInfo, n: int) -> list[dict[str, Any]]:
@@ -79,7 +80,7 @@ def test_batched_table_bytes_are_the_whole_tables(info: ResourceInfo, include: s
     if n:
         meta.update({"continue": "tok", "remainingItemCount": 5})
     whole = orjson.dumps(tables.build_table(info.group, info.plural, [o for o, _ in items], include_object=include,
-                                            list_meta=meta))
+                                            list_meta=meta, printer=strategy_class(info).table_printer))
     assert body_of(resp) == whole
     assert sent(resp) == whole
     assert len(orjson.loads(whole)["rows"]) == n

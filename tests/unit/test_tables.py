@@ -3,16 +3,39 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from coreapi import catalog
+from coreapi.kinds.base import BuiltinStrategy
+from genericapi.apimachinery import tables
 from genericapi.apimachinery.errors import APIError
-from genericapi.apimachinery.tables import (
-    build_table,
-    has_printer,
-    human_duration,
-    table_columns,
-    table_row_cells,
-)
+from genericapi.apimachinery.tables import human_duration
+from genericapi.apimachinery.tables_common import Printer
+
+
+def printer_of(group: str, resource: str) -> Printer | None:
+    """A built-in kind's printer, from the strategy class its catalog row names (coreapi.kinds)."""
+    for info in catalog.BUILTIN_RESOURCES:
+        if (info.group, info.plural) == (group, resource):
+            return getattr(info, "strategy", BuiltinStrategy).table_printer
+    return None
+
+
+def has_printer(group: str, resource: str) -> bool:
+    return printer_of(group, resource) is not None
+
+
+def table_columns(group: str, resource: str) -> list[dict[str, Any]]:
+    return tables.table_columns(group, resource, printer_of(group, resource))
+
+
+def table_row_cells(group: str, resource: str, obj: Any, now: datetime | None = None) -> list[Any]:
+    return tables.table_row_cells(group, resource, obj, now, printer_of(group, resource))
+
+
+def build_table(group: str, resource: str, objects: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    return tables.build_table(group, resource, objects, *args, printer=printer_of(group, resource), **kwargs)
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 

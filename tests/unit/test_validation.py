@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from coreapi import catalog
+from coreapi.strategies import strategy_for
 from genericapi.apimachinery.decoding import decode_body
 from genericapi.apimachinery.schemas import SchemaCatalog
 from genericapi.apimachinery.validation import (
     decode_error_message,
-    name_validator_for,
     strict_decoding_error,
     strict_field_messages,
     validate_dns1123_label,
@@ -161,6 +162,13 @@ def test_label_key_and_value() -> None:
     assert validate_label_value("") == []
     assert validate_label_value("v" * 64) == ["must be no more than 63 characters"]
     assert validate_label_value("-x")[0].startswith("a valid label must be an empty string")
+
+
+def name_validator_for(group: str, kind: str) -> Any:
+    """The name rule of a built-in kind: its strategy's (coreapi.kinds)."""
+    info = catalog.find_resource_by_kind(group, "v1", kind)
+    assert info is not None
+    return strategy_for(info, SchemaCatalog.load()).name_validator
 
 
 def test_object_meta_name_rules_per_kind() -> None:

@@ -1,9 +1,10 @@
 """Field selectors: the ``fieldSelector`` query parameter and what each kind lets clients select.
 
 Parsing follows ``k8s.io/apimachinery/pkg/fields`` (``=``/``==``/``!=`` terms joined by commas,
-backslash escaping in values). Which fields a resource accepts, how a label is renamed and the
-exact rejection message follow kube-apiserver's per-kind ``AddFieldLabelConversionFunc``s; the
-values an object exposes follow each registry's ``GetAttrs``/``ToSelectableFields``.
+backslash escaping in values). What a resource accepts is registered by the service serving it:
+a built-in kind's ``FieldSupport`` by its strategy class in core-api (``coreapi.kinds.fieldsets``:
+kube-apiserver's per-kind ``AddFieldLabelConversionFunc``s and ``GetAttrs``), a custom resource's
+by the CRD controller (``selectableFields``); unregistered resources select on metadata alone.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def parse_field_selector(text: str) -> FieldSelector:
 # --- per-resource support -------------------------------------------------------------------
 
 
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
+def get_path(obj: Mapping[str, Any], *path: str) -> Any:
     current: Any = obj
     for key in path:
         if not isinstance(current, Mapping):
@@ -147,16 +148,16 @@ def _get(obj: Mapping[str, Any], *path: str) -> Any:
     return current
 
 
-def _text(obj: Mapping[str, Any], *path: str) -> str:
-    value = _get(obj, *path)
+def text_at(obj: Mapping[str, Any], *path: str) -> str:
+    value = get_path(obj, *path)
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
-def _go_bool(value: Any) -> str:
+def go_bool(value: Any) -> str:
     return "true" if value is True else "false"
 
 
-def _go_int(value: Any) -> str:
+def go_int(value: Any) -> str:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else "0"
 
 
@@ -177,133 +178,19 @@ class FieldSupport:
     namespaced: bool = True
 
 
-def _default_reject(label: str) -> str:
+def default_reject(label: str) -> str:
     return f'"{label}" is not a known field selector: only "metadata.name", "metadata.namespace"'
 
 
-def _not_supported(label: str) -> str:
+def not_supported(label: str) -> str:
     return f"field label not supported: {label}"
 
 
-def _identity(*labels: str) -> dict[str, str]:
+def identity(*labels: str) -> dict[str, str]:
     return {label: label for label in labels}
 
 
-def _pod_values(pod: Mapping[str, Any]) -> dict[str, str]:
-    pod_ips = _get(pod, "status", "podIPs")
-    pod_ip = ""
-    if isinstance(pod_ips, list) and pod_ips and isinstance(pod_ips[0], Mapping):
-        pod_ip = str(pod_ips[0].get("ip") or "")
-    return {
-        "spec.nodeName": _text(pod, "spec", "nodeName"),
-        "spec.restartPolicy": _text(pod, "spec", "restartPolicy"),
-        "spec.schedulerName": _text(pod, "spec", "schedulerName"),
-        "spec.serviceAccountName": _text(pod, "spec", "serviceAccountName"),
-        "spec.hostNetwork": _go_bool(_get(pod, "spec", "hostNetwork")),
-        "status.phase": _text(pod, "status", "phase"),
-        "status.podIP": pod_ip,
-        "status.nominatedNodeName": _text(pod, "status", "nominatedNodeName"),
-    }
-
-
-def _core_event_values(event: Mapping[str, Any]) -> dict[str, str]:
-    source = _text(event, "source", "component") or _text(event, "reportingComponent")
-    values = {f"involvedObject.{k}": _text(event, "involvedObject", k)
-              for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
-    values.update(reason=_text(event, "reason"), reportingComponent=_text(event, "reportingComponent"),
-                  source=source, type=_text(event, "type"))
-    return values
-
-
-def _events_k8s_io_values(event: Mapping[str, Any]) -> dict[str, str]:
-    source = _text(event, "deprecatedSource", "component") or _text(event, "reportingController")
-    values = {f"involvedObject.{k}": _text(event, "regarding", k)
-              for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
-    values.update(reason=_text(event, "reason"), reportingComponent=_text(event, "reportingController"),
-                  source=source, type=_text(event, "type"))
-    return values
-
-
-_EVENT_LABELS = ("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-                 "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-                 "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
-                 "metadata.namespace", "metadata.name")
-
-_EVENTS_K8S_IO_LABELS = {
-    "reason": "reason",
-    "regarding.kind": "involvedObject.kind",
-    "regarding.namespace": "involvedObject.namespace",
-    "regarding.name": "involvedObject.name",
-    "regarding.uid": "involvedObject.uid",
-    "regarding.apiVersion": "involvedObject.apiVersion",
-    "regarding.resourceVersion": "involvedObject.resourceVersion",
-    "regarding.fieldPath": "involvedObject.fieldPath",
-    "reportingController": "reportingComponent",
-    "source": "source",
-    "type": "type",
-    "metadata.namespace": "metadata.namespace",
-    "metadata.name": "metadata.name",
-}
-
-_pod_labels = _identity("metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy",
-                        "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork",
-                        "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName")
-_pod_labels["spec.host"] = "spec.nodeName"  # legacy v1 clients
-
-#: Field selectors of the built-in kinds core-api serves; its strategy classes (``coreapi.kinds``)
-#: name them as their kind's ``field_support`` and register them when their store is built.
-POD_FIELDS = FieldSupport(_pod_labels, _not_supported, _pod_values)
-NODE_FIELDS = FieldSupport(
-    _identity("metadata.name", "spec.unschedulable"), _not_supported,
-    lambda o: {"spec.unschedulable": _go_bool(_get(o, "spec", "unschedulable"))}, namespaced=False)
-REPLICATION_CONTROLLER_FIELDS = FieldSupport(
-    _identity("metadata.name", "metadata.namespace", "status.replicas"), _not_supported,
-    lambda o: {"status.replicas": _go_int(_get(o, "status", "replicas"))})
-EVENT_FIELDS = FieldSupport(_identity(*_EVENT_LABELS), _not_supported, _core_event_values)
-EVENTS_K8S_IO_EVENT_FIELDS = FieldSupport(_EVENTS_K8S_IO_LABELS, _not_supported, _events_k8s_io_values)
-NAMESPACE_FIELDS = FieldSupport(
-    _identity("status.phase", "metadata.name"), _not_supported,
-    lambda o: {"status.phase": _text(o, "status", "phase")}, namespaced=False)
-SECRET_FIELDS = FieldSupport(
-    _identity("type", "metadata.namespace", "metadata.name"), _not_supported,
-    lambda o: {"type": _text(o, "type")})
-SERVICE_FIELDS = FieldSupport(
-    _identity("metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"), _not_supported,
-    lambda o: {"spec.clusterIP": _text(o, "spec", "clusterIP"), "spec.type": _text(o, "spec", "type")})
-JOB_FIELDS = FieldSupport(
-    _identity("metadata.name", "metadata.namespace", "status.successful"),
-    lambda label: f'field label "{label}" not supported for Job',
-    lambda o: {"status.successful": _go_int(_get(o, "status", "succeeded"))})
-CSR_FIELDS = FieldSupport(
-    _identity("metadata.name", "spec.signerName"), _not_supported,
-    lambda o: {"spec.signerName": _text(o, "spec", "signerName")}, namespaced=False)
-#: apps/v1 registers no conversion func, so only the metadata fields pass the handler's
-#: conversion step; the registry still exposes status.replicas.
-REPLICA_SET_FIELDS = FieldSupport(
-    _identity("metadata.name", "metadata.namespace"), _default_reject,
-    lambda o: {"status.replicas": _go_int(_get(o, "status", "replicas"))})
-
-#: The same, by (group, resource), for the callers that select without a strategy at hand.
-_BUILTIN: dict[tuple[str, str], FieldSupport] = {
-    ("", "pods"): POD_FIELDS,
-    ("", "nodes"): NODE_FIELDS,
-    ("", "replicationcontrollers"): REPLICATION_CONTROLLER_FIELDS,
-    ("", "events"): EVENT_FIELDS,
-    ("events.k8s.io", "events"): EVENTS_K8S_IO_EVENT_FIELDS,
-    ("", "namespaces"): NAMESPACE_FIELDS,
-    ("", "secrets"): SECRET_FIELDS,
-    ("", "services"): SERVICE_FIELDS,
-    ("batch", "jobs"): JOB_FIELDS,
-    ("certificates.k8s.io", "certificatesigningrequests"): CSR_FIELDS,
-    ("apps", "replicasets"): REPLICA_SET_FIELDS,
-}
-
 _registered: dict[tuple[str, str], FieldSupport] = {}
-
-_CLUSTER_SCOPED_DEFAULTS = frozenset({
-    ("", "nodes"), ("", "namespaces"), ("", "persistentvolumes"),
-    ("certificates.k8s.io", "certificatesigningrequests"),
-})
 
 
 def register_selectable_fields(group: str, resource: str, fields: Iterable[str], *,
@@ -317,21 +204,21 @@ def register_selectable_fields(group: str, resource: str, fields: Iterable[str],
     the object and rendered like the CRD handler does (strings as-is, booleans/integers formatted).
     """
     declared = [f.lstrip(".") for f in fields]
-    accepted = _identity("metadata.name", *(["metadata.namespace"] if namespaced else []), *declared)
+    accepted = identity("metadata.name", *(["metadata.namespace"] if namespaced else []), *declared)
 
     def read_declared(obj: Mapping[str, Any]) -> dict[str, str]:
         out: dict[str, str] = {}
         for path in declared:
-            value = _get(obj, *path.split("."))
+            value = get_path(obj, *path.split("."))
             if isinstance(value, bool):
-                out[path] = _go_bool(value)
+                out[path] = go_bool(value)
             elif value is None:
                 out[path] = ""
             else:
                 out[path] = str(value)
         return out
 
-    _registered[(group, resource)] = FieldSupport(accepted, _not_supported, values or read_declared,
+    _registered[(group, resource)] = FieldSupport(accepted, not_supported, values or read_declared,
                                                   namespaced=namespaced)
 
 
@@ -346,7 +233,7 @@ def unregister_selectable_fields(group: str, resource: str) -> None:
 
 
 def _support(group: str, resource: str) -> FieldSupport | None:
-    return _registered.get((group, resource)) or _BUILTIN.get((group, resource))
+    return _registered.get((group, resource))
 
 
 def convert_field_selector(group: str, version: str, resource: str, selector: FieldSelector) -> FieldSelector:
@@ -360,7 +247,7 @@ def convert_field_selector(group: str, version: str, resource: str, selector: Fi
     for requirement in selector.requirements:
         if support is None:
             if requirement.field not in ("metadata.name", "metadata.namespace"):
-                raise errors.bad_request(_default_reject(requirement.field))
+                raise errors.bad_request(default_reject(requirement.field))
             converted.append(requirement)
             continue
         target = support.accepted.get(requirement.field)
@@ -381,8 +268,8 @@ def field_values(group: str, resource: str, obj: Mapping[str, Any], *,
                  namespaced: bool | None = None) -> dict[str, str]:
     """The selectable field set of ``obj`` (``GetAttrs``): missing values are ``""``.
 
-    ``namespaced`` overrides whether ``metadata.namespace`` is part of the set; by default it is
-    for every resource except the known cluster-scoped ones.
+    ``namespaced`` overrides whether ``metadata.namespace`` is part of the set; by default the
+    registered support says (namespaced when none is registered).
     """
     support = _support(group, resource)
     metadata = obj.get("metadata") or {}
@@ -391,10 +278,7 @@ def field_values(group: str, resource: str, obj: Mapping[str, Any], *,
         values.update(support.values(obj))
     values["metadata.name"] = str(metadata.get("name") or "")
     if namespaced is None:
-        if support is not None:
-            namespaced = support.namespaced
-        else:
-            namespaced = (group, resource) not in _CLUSTER_SCOPED_DEFAULTS
+        namespaced = support.namespaced if support is not None else True
     if namespaced:
         values["metadata.namespace"] = str(metadata.get("namespace") or "")
     return values

@@ -1,7 +1,7 @@
 """Server-side Table printing (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``).
 
 kubectl asks the server to render ``kubectl get`` output; the server answers a ``meta.k8s.io/v1``
-Table whose columns and cells come from per-kind printers (``tables_core``, ``tables_apps``) and,
+Table whose columns and cells come from the kind's printer (its strategy's ``table_printer``) and,
 for kinds without one, from the default convertor (``Name`` + ``Created At``), exactly as
 kube-apiserver's ``TableConvertor`` and ``rest.NewDefaultTableConvertor`` do.
 """
@@ -13,11 +13,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from genericapi.apimachinery import tables_apps, tables_certificates, tables_core  # noqa: F401  (register printers)
 from genericapi.apimachinery.errors import bad_request
 from genericapi.apimachinery.tables_common import (
     META,
-    PRINTERS,
     Printer,
     RowResult,
     column,
@@ -34,7 +32,6 @@ __all__ = [
     "INCLUDE_NONE",
     "INCLUDE_OBJECT",
     "build_table",
-    "has_printer",
     "human_duration",
     "partial_object_metadata",
     "since",
@@ -49,21 +46,13 @@ INCLUDE_OBJECT = "Object"
 _INCLUDE_VALUES = (INCLUDE_NONE, INCLUDE_METADATA, INCLUDE_OBJECT)
 
 
-def has_printer(group: str, resource: str) -> bool:
-    """Whether the resource has a dedicated printer (else the default Name/Created At table)."""
-    return (group, resource) in PRINTERS
-
-
 def _default_columns() -> list[dict[str, Any]]:
     return [name_column(), column("Created At", "date", doc(META, "creationTimestamp"))]
 
 
 def table_columns(group: str, resource: str, printer: Printer | None = None) -> list[dict[str, Any]]:
-    """The ``columnDefinitions`` for a resource (a fresh list the caller may modify).
-
-    ``printer`` overrides the registered one (a custom resource's additionalPrinterColumns).
-    """
-    printer = printer or PRINTERS.get((group, resource))
+    """The ``columnDefinitions`` of a kind's ``printer`` (a fresh list the caller may modify);
+    without one, the default Name / Created At columns."""
     columns = printer.columns if printer is not None else _default_columns()
     return [dict(c) for c in columns]
 
@@ -76,7 +65,6 @@ def _now(now: datetime | None) -> datetime:
 
 def _row(group: str, resource: str, obj: Mapping[str, Any], now: datetime,
          printer: Printer | None = None) -> RowResult:
-    printer = printer or PRINTERS.get((group, resource))
     if printer is None:
         return RowResult([get(obj, "metadata", "name") or "",
                           rfc3339(get(obj, "metadata", "creationTimestamp"))])
@@ -85,9 +73,9 @@ def _row(group: str, resource: str, obj: Mapping[str, Any], now: datetime,
 
 
 def table_row_cells(group: str, resource: str, obj: Mapping[str, Any],
-                    now: datetime | None = None) -> list[Any]:
+                    now: datetime | None = None, printer: Printer | None = None) -> list[Any]:
     """The cells of one object's row, one per column of :func:`table_columns`."""
-    return _row(group, resource, obj, _now(now)).cells
+    return _row(group, resource, obj, _now(now), printer).cells
 
 
 def partial_object_metadata(obj: Mapping[str, Any], api_version: str = "meta.k8s.io/v1") -> dict[str, Any]:

@@ -1,8 +1,9 @@
-"""Shared pieces of server-side Table printing: columns, ages, and the printer registry.
+"""Shared pieces of server-side Table printing: columns, ages, cell formats and ``Printer``.
 
-The per-kind printers (``tables_core``, ``tables_apps``) use these helpers so every cell is
-formatted the way ``pkg/printers/internalversion`` formats it (``duration.HumanDuration`` ages,
-``<none>`` placeholders, container/image lists).
+The per-kind printers (core-api's ``coreapi.kinds.printers_*``, the aggregator's APIService and a
+CRD's additionalPrinterColumns) use these helpers so every cell is formatted the way
+``pkg/printers/internalversion`` formats it (``duration.HumanDuration`` ages, ``<none>``
+placeholders, container/image lists).
 """
 
 from __future__ import annotations
@@ -36,19 +37,10 @@ class Printer:
     cells: CellsFunc
 
 
-#: (group, resource) -> printer; filled by the per-family modules.
-PRINTERS: dict[tuple[str, str], Printer] = {}
-
-
-def register(group: str, resources_: Sequence[str], columns: Sequence[dict[str, Any]],
-             cells: CellsFunc) -> Printer:
-    """A built-in kind's printer, returned for its strategy class (core-api's ``coreapi.kinds``
-    names it as the kind's ``table_printer``) and kept under (group, resource) for the callers
-    that print by resource name alone."""
-    printer = Printer(tuple(columns), cells)
-    for resource in resources_:
-        PRINTERS[(group, resource)] = printer
-    return printer
+def printer(columns: Sequence[dict[str, Any]], cells: CellsFunc) -> Printer:
+    """A kind's printer: its column definitions and the function filling one row's cells (a
+    built-in kind's strategy class in core-api names it; a CRD's come from additionalPrinterColumns)."""
+    return Printer(tuple(columns), cells)
 
 
 # --- column definitions ----------------------------------------------------------------------

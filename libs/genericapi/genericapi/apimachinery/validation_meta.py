@@ -157,26 +157,6 @@ def name_is_path_segment(name: str, prefix: bool) -> list[str]:
     return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
 
 
-#: Kinds whose names are not DNS-1123 subdomains, keyed by (group, kind). Servers do not read
-#: this: a strategy says its kind's rule (``Strategy.default_name_validator``; core-api's kind
-#: classes override it). It remains for ``name_validator_for``'s callers in the unit tests.
-_NAME_VALIDATORS: dict[tuple[str, str], NameValidator] = {
-    ("", "Namespace"): name_is_dns_label,
-    ("", "Service"): name_is_dns1035_label,
-    ("apps", "StatefulSet"): name_is_dns_label,  # its pods are named <name>-<ordinal>
-    ("rbac.authorization.k8s.io", "Role"): name_is_path_segment,
-    ("rbac.authorization.k8s.io", "ClusterRole"): name_is_path_segment,
-    ("rbac.authorization.k8s.io", "RoleBinding"): name_is_path_segment,
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): name_is_path_segment,
-}
-
-
-def name_validator_for(group: str, kind: str) -> NameValidator:
-    """The name rule kube-apiserver applies to a kind (DNS-1123 subdomain by default); servers ask
-    the kind's strategy instead (``Strategy.default_name_validator``)."""
-    return _NAME_VALIDATORS.get((group, kind), name_is_dns_subdomain)
-
-
 def validate_labels(labels: Mapping[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for key, value in labels.items():

@@ -8,7 +8,9 @@ generic store runs it. A class carries its kind's rules as overrides and class a
 ``default_name_validator``, ``tracks_generation``, ``returns_deleted_object``, ``field_support``,
 ``table_printer``), so nothing about a kind is looked up in a table keyed by its name. One module
 per API group (``core``, ``apps``, ``batch``, ...); kinds with nothing of their own use
-``BuiltinStrategy`` itself.
+``BuiltinStrategy`` itself. The kinds' Table printers (``printers_core``, ``printers_apps``,
+``printers_certificates``: kube's ``pkg/printers/internalversion``) and field selectors
+(``fieldsets``) live beside them; the shared library keeps only the machinery they plug into.
 """
 
 from __future__ import annotations

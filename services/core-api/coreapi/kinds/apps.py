@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from genericapi.apimachinery import fields, tables_apps
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.validation import name_is_dns_label
 from genericapi.registry.strategy import NameValidator
@@ -14,6 +13,7 @@ from genericapi.registry.strategy import NameValidator
 from coreapi.defaults import workloads as defaults
 from coreapi.validation import workloads
 
+from . import fieldsets, printers_apps
 from .base import BuiltinStrategy
 
 
@@ -21,7 +21,7 @@ class DaemonSetStrategy(BuiltinStrategy):
     tracks_generation = True
     zero_status: ClassVar[tuple[str, ...]] = (
         "currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")
-    table_printer = tables_apps.DAEMON_SET_PRINTER
+    table_printer = printers_apps.DAEMON_SET_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.daemon_set(obj)
@@ -35,7 +35,7 @@ class DaemonSetStrategy(BuiltinStrategy):
 
 class DeploymentStrategy(BuiltinStrategy):
     tracks_generation = True
-    table_printer = tables_apps.DEPLOYMENT_PRINTER
+    table_printer = printers_apps.DEPLOYMENT_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.deployment(obj)
@@ -50,8 +50,8 @@ class DeploymentStrategy(BuiltinStrategy):
 class ReplicaSetStrategy(BuiltinStrategy):
     tracks_generation = True
     zero_status: ClassVar[tuple[str, ...]] = ("replicas",)
-    field_support = fields.REPLICA_SET_FIELDS
-    table_printer = tables_apps.REPLICA_SET_PRINTER
+    field_support = fieldsets.REPLICA_SET_FIELDS
+    table_printer = printers_apps.REPLICA_SET_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.replica_set(obj)
@@ -66,7 +66,7 @@ class ReplicaSetStrategy(BuiltinStrategy):
 class StatefulSetStrategy(BuiltinStrategy):
     tracks_generation = True
     zero_status: ClassVar[tuple[str, ...]] = ("replicas", "availableReplicas")
-    table_printer = tables_apps.STATEFUL_SET_PRINTER
+    table_printer = printers_apps.STATEFUL_SET_PRINTER
 
     def default_name_validator(self) -> NameValidator:
         return name_is_dns_label  # its pods are named <name>-<ordinal>

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from genericapi.apimachinery import fields, tables_apps
 from genericapi.apimachinery.errors import FieldError
 
 from coreapi import jobs
 from coreapi.defaults import workloads as defaults
 from coreapi.validation import batch
 
+from . import fieldsets, printers_apps
 from .base import BuiltinStrategy
 
 
@@ -19,8 +19,8 @@ class JobStrategy(BuiltinStrategy):
     """Jobs: the uid-based selector and template labels are generated once the uid exists."""
 
     tracks_generation = True
-    field_support = fields.JOB_FIELDS
-    table_printer = tables_apps.JOB_PRINTER
+    field_support = fieldsets.JOB_FIELDS
+    table_printer = printers_apps.JOB_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.job(obj)
@@ -38,7 +38,7 @@ class JobStrategy(BuiltinStrategy):
 
 class CronJobStrategy(BuiltinStrategy):
     tracks_generation = True
-    table_printer = tables_apps.CRON_JOB_PRINTER
+    table_printer = printers_apps.CRON_JOB_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.cron_job(obj)

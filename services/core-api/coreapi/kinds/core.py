@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from genericapi.apimachinery import fields, tables_core
 from genericapi.apimachinery.errors import FieldError
 from genericapi.apimachinery.validation import name_is_dns1035_label, name_is_dns_label
 from genericapi.registry.meta import now_rfc3339
@@ -24,11 +23,12 @@ from coreapi.validation import configdata, podupdate, workloads
 from coreapi.validation import pods as pod_validation
 from coreapi.validation import services as service_validation
 
+from . import fieldsets, printers_core
 from .base import BuiltinStrategy
 
 
 class ConfigMapStrategy(BuiltinStrategy):
-    table_printer = tables_core.CONFIG_MAP_PRINTER
+    table_printer = printers_core.CONFIG_MAP_PRINTER
 
     def validate_kind(self, obj: dict[str, Any]) -> list[FieldError]:
         return configdata.validate_config_map(obj)
@@ -38,15 +38,15 @@ class ConfigMapStrategy(BuiltinStrategy):
 
 
 class EndpointsStrategy(BuiltinStrategy):
-    table_printer = tables_core.ENDPOINTS_PRINTER
+    table_printer = printers_core.ENDPOINTS_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         service_defaults.endpoints(obj)
 
 
 class EventStrategy(BuiltinStrategy):
-    field_support = fields.EVENT_FIELDS
-    table_printer = tables_core.EVENT_PRINTER
+    field_support = fieldsets.EVENT_FIELDS
+    table_printer = printers_core.EVENT_PRINTER
 
 
 class LimitRangeStrategy(BuiltinStrategy):
@@ -58,8 +58,8 @@ class NamespaceStrategy(BuiltinStrategy):
     """Namespaces: DNS-1123 label names, the well-known name label, phase Active."""
 
     returns_deleted_object = True
-    field_support = fields.NAMESPACE_FIELDS
-    table_printer = tables_core.NAMESPACE_PRINTER
+    field_support = fieldsets.NAMESPACE_FIELDS
+    table_printer = printers_core.NAMESPACE_PRINTER
 
     def default_name_validator(self) -> NameValidator:
         return name_is_dns_label
@@ -85,15 +85,15 @@ class NamespaceStrategy(BuiltinStrategy):
 
 
 class NodeStrategy(BuiltinStrategy):
-    field_support = fields.NODE_FIELDS
-    table_printer = tables_core.NODE_PRINTER
+    field_support = fieldsets.NODE_FIELDS
+    table_printer = printers_core.NODE_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         core_defaults.node(obj)
 
 
 class PersistentVolumeClaimStrategy(BuiltinStrategy):
-    table_printer = tables_core.PVC_PRINTER
+    table_printer = printers_core.PVC_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         core_defaults.persistent_volume_claim(obj)
@@ -106,7 +106,7 @@ class PersistentVolumeClaimStrategy(BuiltinStrategy):
 
 
 class PersistentVolumeStrategy(BuiltinStrategy):
-    table_printer = tables_core.PV_PRINTER
+    table_printer = printers_core.PV_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         core_defaults.persistent_volume(obj)
@@ -116,8 +116,8 @@ class PodStrategy(BuiltinStrategy):
     """Pods: a new Pod's status is phase Pending with its QoS class (from the defaulted resources)."""
 
     returns_deleted_object = True
-    field_support = fields.POD_FIELDS
-    table_printer = tables_core.POD_PRINTER
+    field_support = fieldsets.POD_FIELDS
+    table_printer = printers_core.POD_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         pod_defaults.default_pod(obj)
@@ -147,8 +147,8 @@ class PodTemplateStrategy(BuiltinStrategy):
 class ReplicationControllerStrategy(BuiltinStrategy):
     tracks_generation = True
     zero_status: ClassVar[tuple[str, ...]] = ("replicas",)
-    field_support = fields.REPLICATION_CONTROLLER_FIELDS
-    table_printer = tables_core.REPLICATION_CONTROLLER_PRINTER
+    field_support = fieldsets.REPLICATION_CONTROLLER_FIELDS
+    table_printer = printers_core.REPLICATION_CONTROLLER_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         workload_defaults.replication_controller(obj)
@@ -165,8 +165,8 @@ class ResourceQuotaStrategy(BuiltinStrategy):
 class SecretStrategy(BuiltinStrategy):
     """Secrets: ``stringData`` is merged into ``data`` on every write, as kube's decoding does."""
 
-    field_support = fields.SECRET_FIELDS
-    table_printer = tables_core.SECRET_PRINTER
+    field_support = fieldsets.SECRET_FIELDS
+    table_printer = printers_core.SECRET_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         core_defaults.secret(obj)
@@ -183,15 +183,15 @@ class SecretStrategy(BuiltinStrategy):
 
 
 class ServiceAccountStrategy(BuiltinStrategy):
-    table_printer = tables_core.SERVICE_ACCOUNT_PRINTER
+    table_printer = printers_core.SERVICE_ACCOUNT_PRINTER
 
 
 class ServiceStrategy(BuiltinStrategy):
     """Services: empty load-balancer status on create; a type change drops what no longer applies."""
 
     returns_deleted_object = True
-    field_support = fields.SERVICE_FIELDS
-    table_printer = tables_core.SERVICE_PRINTER
+    field_support = fieldsets.SERVICE_FIELDS
+    table_printer = printers_core.SERVICE_PRINTER
 
     def default_name_validator(self) -> NameValidator:
         return name_is_dns1035_label

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from genericapi.apimachinery import fields, tables_apps, tables_certificates, tables_core
 from genericapi.apimachinery.errors import FieldError
 
 from coreapi.defaults import groups as defaults
 from coreapi.defaults import services as service_defaults
 from coreapi.validation import scheduling
 
+from . import fieldsets, printers_apps, printers_certificates, printers_core
 from .base import BuiltinStrategy
 
 
 class CertificateSigningRequestStrategy(BuiltinStrategy):
-    field_support = fields.CSR_FIELDS
-    table_printer = tables_certificates.CSR_PRINTER
+    field_support = fieldsets.CSR_FIELDS
+    table_printer = printers_certificates.CSR_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.certificate_signing_request(obj)
@@ -37,12 +37,12 @@ class EndpointSliceStrategy(BuiltinStrategy):
 class EventsV1EventStrategy(BuiltinStrategy):
     """events.k8s.io Events: core Events' storage seen through the newer API's field names."""
 
-    field_support = fields.EVENTS_K8S_IO_EVENT_FIELDS
-    table_printer = tables_core.EVENTS_K8S_IO_EVENT_PRINTER
+    field_support = fieldsets.EVENTS_K8S_IO_EVENT_FIELDS
+    table_printer = printers_core.EVENTS_K8S_IO_EVENT_PRINTER
 
 
 class LeaseStrategy(BuiltinStrategy):
-    table_printer = tables_apps.LEASE_PRINTER
+    table_printer = printers_apps.LEASE_PRINTER
 
 
 class PodDisruptionBudgetStrategy(BuiltinStrategy):

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from genericapi.apimachinery import tables_apps
-
 from coreapi.defaults import groups as defaults
 
+from . import printers_apps
 from .base import BuiltinStrategy
 
 
 class IngressStrategy(BuiltinStrategy):
     tracks_generation = True
-    table_printer = tables_apps.INGRESS_PRINTER
+    table_printer = printers_apps.INGRESS_PRINTER
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.ingress(obj)

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from genericapi.apimachinery import tables_apps
 from genericapi.apimachinery.validation import name_is_path_segment
 from genericapi.registry.strategy import NameValidator
 
 from coreapi.defaults import groups as defaults
 
+from . import printers_apps
 from .base import BuiltinStrategy
 
 
 class RoleStrategy(BuiltinStrategy):
     """Role and ClusterRole."""
 
-    table_printer = tables_apps.ROLE_PRINTER
+    table_printer = printers_apps.ROLE_PRINTER
 
     def default_name_validator(self) -> NameValidator:
         return name_is_path_segment
@@ -26,7 +26,7 @@ class RoleStrategy(BuiltinStrategy):
 class RoleBindingStrategy(BuiltinStrategy):
     """RoleBinding and ClusterRoleBinding."""
 
-    table_printer = tables_apps.ROLE_BINDING_PRINTER
+    table_printer = printers_apps.ROLE_BINDING_PRINTER
 
     def default_name_validator(self) -> NameValidator:
         return name_is_path_segment

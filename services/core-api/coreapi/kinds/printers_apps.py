@@ -27,12 +27,13 @@ from genericapi.apimachinery.tables_common import (
     mapping,
     name_column,
     name_of,
-    register,
+    printer,
     rfc3339,
     since,
     text,
 )
-from genericapi.apimachinery.tables_core import load_balancer_ips
+
+from coreapi.kinds.printers_core import load_balancer_ips
 
 APPS = "io.k8s.api.apps.v1."
 BATCH = "io.k8s.api.batch.v1."
@@ -52,7 +53,7 @@ def _template_cells(obj: Obj, *template_path: str) -> tuple[str, str]:
 
 # --- deployments, replica sets, stateful sets, daemon sets -------------------------------------------
 
-DEPLOYMENT_PRINTER = register("apps", ["deployments"], [
+DEPLOYMENT_PRINTER = printer([
     name_column(),
     column("Ready", "string", "Number of the pod with ready state"),
     column("Up-to-date", "string", doc(APPS + "DeploymentStatus", "updatedReplicas")),
@@ -70,7 +71,7 @@ def deployment_cells(obj: Obj, now: datetime) -> Cells:
             age_of(obj, now), names, images, selector_text(get(obj, "spec", "selector"))]
 
 
-REPLICA_SET_PRINTER = register("apps", ["replicasets"], [
+REPLICA_SET_PRINTER = printer([
     name_column(),
     column("Desired", "integer", doc(APPS + "ReplicaSetSpec", "replicas")),
     column("Current", "integer", doc(APPS + "ReplicaSetStatus", "replicas")),
@@ -87,7 +88,7 @@ def replicaset_cells(obj: Obj, now: datetime) -> Cells:
             selector_text(get(obj, "spec", "selector"))]
 
 
-STATEFUL_SET_PRINTER = register("apps", ["statefulsets"], [
+STATEFUL_SET_PRINTER = printer([
     name_column(),
     column("Ready", "string", "Number of the pod with ready state"),
     age_column(),
@@ -103,7 +104,7 @@ def statefulset_cells(obj: Obj, now: datetime) -> Cells:
 
 
 _DS_STATUS = APPS + "DaemonSetStatus"
-DAEMON_SET_PRINTER = register("apps", ["daemonsets"], [
+DAEMON_SET_PRINTER = printer([
     name_column(),
     column("Desired", "integer", doc(_DS_STATUS, "desiredNumberScheduled")),
     column("Current", "integer", doc(_DS_STATUS, "currentNumberScheduled")),
@@ -129,7 +130,7 @@ def daemonset_cells(obj: Obj, now: datetime) -> Cells:
 
 # --- jobs and cron jobs --------------------------------------------------------------------------------
 
-JOB_PRINTER = register("batch", ["jobs"], [
+JOB_PRINTER = printer([
     name_column(),
     column("Status", "string", "Status of the job."),
     column("Completions", "string", doc(BATCH + "JobStatus", "succeeded")),
@@ -182,7 +183,7 @@ def job_cells(job: Obj, now: datetime) -> Cells:
 
 
 _CRON_SPEC, _CRON_STATUS = BATCH + "CronJobSpec", BATCH + "CronJobStatus"
-CRON_JOB_PRINTER = register("batch", ["cronjobs"], [
+CRON_JOB_PRINTER = printer([
     name_column(),
     column("Schedule", "string", doc(_CRON_SPEC, "schedule")),
     column("Timezone", "string", doc(_CRON_SPEC, "timeZone")),
@@ -213,7 +214,7 @@ def cronjob_cells(cron: Obj, now: datetime) -> Cells:
 
 # --- ingresses and leases ------------------------------------------------------------------------------
 
-INGRESS_PRINTER = register("networking.k8s.io", ["ingresses"], [
+INGRESS_PRINTER = printer([
     name_column(),
     column("Class", "string", "The name of the IngressClass resource that should be used for this ingress."),
     column("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
@@ -246,7 +247,7 @@ def ingress_cells(ingress: Obj, now: datetime) -> Cells:
             load_balancer_ips(get(ingress, "status", "loadBalancer")), ports, age_of(ingress, now)]
 
 
-LEASE_PRINTER = register("coordination.k8s.io", ["leases"], [
+LEASE_PRINTER = printer([
     name_column(),
     column("Holder", "string", doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity")),
     age_column(),
@@ -254,7 +255,7 @@ LEASE_PRINTER = register("coordination.k8s.io", ["leases"], [
 
 # --- RBAC -----------------------------------------------------------------------------------------------
 
-ROLE_PRINTER = register("rbac.authorization.k8s.io", ["roles", "clusterroles"], [
+ROLE_PRINTER = printer([
     name_column(),
     column("Created At", "date", doc(META, "creationTimestamp")),
 ], lambda obj, now: [name_of(obj), rfc3339(get(obj, "metadata", "creationTimestamp"))])
@@ -276,7 +277,7 @@ def subjects_strings(subjects: list[Any]) -> tuple[str, str, str]:
     return ", ".join(users), ", ".join(groups), ", ".join(service_accounts)
 
 
-ROLE_BINDING_PRINTER = register("rbac.authorization.k8s.io", ["rolebindings", "clusterrolebindings"], [
+ROLE_BINDING_PRINTER = printer([
     name_column(),
     column("Role", "string", doc("io.k8s.api.rbac.v1.RoleBinding", "roleRef")),
     age_column(),

@@ -30,7 +30,7 @@ from genericapi.apimachinery.tables_common import (
     name_column,
     name_of,
     parse_time,
-    register,
+    printer,
     since,
     text,
 )
@@ -181,12 +181,12 @@ def pod_cells(pod: Obj, now: datetime) -> RowResult:
     return RowResult(cells, row_conditions)
 
 
-POD_PRINTER = register("", ["pods"], _POD_COLUMNS, pod_cells)
+POD_PRINTER = printer(_POD_COLUMNS, pod_cells)
 
 # --- services and endpoints ----------------------------------------------------------------------
 
 _SERVICE_SPEC = CORE + "ServiceSpec"
-SERVICE_PRINTER = register("", ["services"], [
+SERVICE_PRINTER = printer([
     name_column(),
     column("Type", "string", doc(_SERVICE_SPEC, "type")),
     column("Cluster-IP", "string", doc(_SERVICE_SPEC, "clusterIP")),
@@ -280,34 +280,34 @@ def format_endpoints(endpoints: Obj) -> str:
     return f"{joined} + {count - limit} more..." if more else joined
 
 
-ENDPOINTS_PRINTER = register("", ["endpoints"], [
+ENDPOINTS_PRINTER = printer([
     name_column(), column("Endpoints", "string", doc(CORE + "Endpoints", "subsets")), age_column(),
 ], lambda obj, now: [name_of(obj), format_endpoints(obj), age_of(obj, now)])
 
 # --- config, secrets, namespaces, service accounts ------------------------------------------------
 
-CONFIG_MAP_PRINTER = register("", ["configmaps"], [
+CONFIG_MAP_PRINTER = printer([
     name_column(), column("Data", "string", doc(CORE + "ConfigMap", "data")), age_column(),
 ], lambda obj, now: [name_of(obj), len(mapping(obj, "data")) + len(mapping(obj, "binaryData")),
                      age_of(obj, now)])
 
-SECRET_PRINTER = register("", ["secrets"], [
+SECRET_PRINTER = printer([
     name_column(), column("Type", "string", doc(CORE + "Secret", "type")),
     column("Data", "string", doc(CORE + "Secret", "data")), age_column(),
 ], lambda obj, now: [name_of(obj), text(obj, "type"), len(mapping(obj, "data")), age_of(obj, now)])
 
-NAMESPACE_PRINTER = register("", ["namespaces"], [
+NAMESPACE_PRINTER = printer([
     name_column(), column("Status", "string", "The status of the namespace"), age_column(),
 ], lambda obj, now: [name_of(obj), text(obj, "status", "phase"), age_of(obj, now)])
 
-SERVICE_ACCOUNT_PRINTER = register("", ["serviceaccounts"], [
+SERVICE_ACCOUNT_PRINTER = printer([
     name_column(), column("Secrets", "string", doc(CORE + "ServiceAccount", "secrets")), age_column(),
 ], lambda obj, now: [name_of(obj), len(items(obj, "secrets")), age_of(obj, now)])
 
 # --- nodes ------------------------------------------------------------------------------------------
 
 _NODE_INFO = CORE + "NodeSystemInfo"
-NODE_PRINTER = register("", ["nodes"], [
+NODE_PRINTER = printer([
     name_column(),
     column("Status", "string", "The status of the node"),
     column("Roles", "string", "The roles of the node"),
@@ -416,13 +416,13 @@ def events_k8s_io_cells(event: Obj, now: datetime) -> Cells:
                       count=integer(event, "deprecatedCount"), source=get(event, "deprecatedSource"))
 
 
-EVENT_PRINTER = register("", ["events"], _EVENT_COLUMNS, core_event_cells)
-EVENTS_K8S_IO_EVENT_PRINTER = register("events.k8s.io", ["events"], _EVENT_COLUMNS, events_k8s_io_cells)
+EVENT_PRINTER = printer(_EVENT_COLUMNS, core_event_cells)
+EVENTS_K8S_IO_EVENT_PRINTER = printer(_EVENT_COLUMNS, events_k8s_io_cells)
 
 # --- replication controllers ------------------------------------------------------------------------
 
 _RC_SPEC, _RC_STATUS = CORE + "ReplicationControllerSpec", CORE + "ReplicationControllerStatus"
-REPLICATION_CONTROLLER_PRINTER = register("", ["replicationcontrollers"], [
+REPLICATION_CONTROLLER_PRINTER = printer([
     name_column(),
     column("Desired", "integer", doc(_RC_SPEC, "replicas")),
     column("Current", "integer", doc(_RC_STATUS, "replicas")),
@@ -464,7 +464,7 @@ def _quantity(value: Any) -> str:
 
 
 _PVC_SPEC, _PVC_STATUS = CORE + "PersistentVolumeClaimSpec", CORE + "PersistentVolumeClaimStatus"
-PVC_PRINTER = register("", ["persistentvolumeclaims"], [
+PVC_PRINTER = printer([
     name_column(),
     column("Status", "string", doc(_PVC_STATUS, "phase")),
     column("Volume", "string", doc(_PVC_SPEC, "volumeName")),
@@ -491,7 +491,7 @@ def pvc_cells(pvc: Obj, now: datetime) -> Cells:
 
 
 _PV_SPEC = CORE + "PersistentVolumeSpec"
-PV_PRINTER = register("", ["persistentvolumes"], [
+PV_PRINTER = printer([
     name_column(),
     column("Capacity", "string", doc(_PV_SPEC, "capacity")),
     column("Access Modes", "string", doc(_PV_SPEC, "accessModes")),

@@ -16,7 +16,7 @@ from genericapi.apimachinery.tables_common import (
     human_duration,
     items,
     name_column,
-    register,
+    printer,
     since,
     text,
 )
@@ -43,7 +43,7 @@ def csr_cells(obj: Obj, now: datetime) -> Cells:
             condition_summary(obj)]
 
 
-CSR_PRINTER = register("certificates.k8s.io", ["certificatesigningrequests"], [
+CSR_PRINTER = printer([
     name_column(),
     age_column(),
     column("SignerName", "string", doc(_SPEC, "signerName")),
