@@ -157,10 +157,15 @@ def test_zero_status_counters_are_the_kinds() -> None:
     assert cm == {"metadata": {"name": "c"}}
 
 
-def test_a_strategy_written_over_the_generic_base_gets_its_rows_rules() -> None:
-    # csr.py's CSRStrategy derives from strategies.BuiltinStrategy: CSR defaults, printer, fields.
+def test_csr_strategy_derives_from_the_rows_class() -> None:
+    # csr.py's CSRStrategy extends the CSR row's class: its defaults, printer and field selectors.
+    from coreapi.csr import CSRStrategy
+    from coreapi.kinds.groups import CertificateSigningRequestStrategy
+
     csr = row("certificates.k8s.io", "CertificateSigningRequest")
-    strategy = strategies.BuiltinStrategy(csr, SCHEMAS)
+    assert csr.strategy is CertificateSigningRequestStrategy
+    assert issubclass(CSRStrategy, CertificateSigningRequestStrategy)
+    strategy = CSRStrategy(csr, SCHEMAS)
     obj: dict[str, Any] = {"metadata": {"name": "c"}, "status": {"conditions": [{"type": "Approved"}]}}
     strategy.default(obj)
     assert obj["status"]["conditions"][0]["status"] == "True"

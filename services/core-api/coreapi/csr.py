@@ -34,7 +34,7 @@ from genericapi.registry.meta import now_rfc3339
 from genericapi.registry.store import Store
 from genericapi.storage.etcd import EtcdClient
 
-from .strategies import BuiltinStrategy
+from .kinds.groups import CertificateSigningRequestStrategy
 
 GROUP = "certificates.k8s.io"
 CSR_KEY = (GROUP, "certificatesigningrequests")
@@ -255,7 +255,7 @@ def _stamp_conditions(new: dict[str, Any], old: dict[str, Any] | None) -> None:
                 c["lastTransitionTime"] = now
 
 
-class CSRStrategy(BuiltinStrategy):
+class CSRStrategy(CertificateSigningRequestStrategy):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         obj["status"] = {}
         spec = obj.get("spec")
