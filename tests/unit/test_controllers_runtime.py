@@ -404,6 +404,38 @@ async def test_leader_election_one_leads_and_the_other_takes_over(leases: Store)
     tb.cancel()
 
 
+class _StartingServer(LocalClient):
+    """Leases through a server that answers 503 to the first ``failures`` reads (still starting)."""
+
+    def __init__(self, store: Store, failures: int) -> None:
+        super().__init__(store)
+        self.failures = failures
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any]:
+        if self.failures:
+            self.failures -= 1
+            raise APIError(503, "ServiceUnavailable", "the delegate is unavailable")
+        return await super().get(namespace, name)
+
+
+async def test_leader_election_retries_soon_while_the_server_cannot_answer(leases: Store) -> None:
+    # A gateway starting beside a core-api that does not serve yet: the first lease is taken
+    # within a fraction of the retry period (50, 100, 200 ms waits), not a whole period later.
+    client = _StartingServer(leases, failures=3)
+    elector = LeaderElector(client, "starting-lock", "host_a", lease_duration=40, renew_deadline=30,
+                            retry_period=5)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await asyncio.wait_for(elector.acquire(), 4)
+    assert loop.time() - start < 2.5 and client.failures == 0
+    # A lease held by another candidate is no error: that waits the retry period, as client-go.
+    other = LeaderElector(LocalClient(leases), "starting-lock", "host_b", lease_duration=40,
+                          renew_deadline=30, retry_period=5)
+    assert await other._attempt() is False and other._failed is False
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(other.acquire(), 1)
+
+
 async def test_leader_election_takes_over_from_a_crashed_holder(leases: Store) -> None:
     client = LocalClient(leases)
     leading: dict[str, bool] = {}

@@ -55,15 +55,22 @@ log = logging.getLogger(__name__)
 #: streams are idle between updates: gRPC stops pinging after 2 pings without data unless
 #: ``max_pings_without_data`` is 0, and waits a minute for an ack unless ``ping_timeout_ms`` says
 #: otherwise (measured: a SIGSTOPped backend stayed SERVING for minutes; with both, 10-15 s).
+#: Reconnects are capped at 250 ms: a member is usually only starting (its socket not there yet),
+#: and a 2 s cap cost a cold start up to 2 s after core-api served (issue 15; an attempt on a Unix
+#: socket or to a local port costs microseconds).
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.initial_reconnect_backoff_ms", 50),
     ("grpc.min_reconnect_backoff_ms", 50),
-    ("grpc.max_reconnect_backoff_ms", 2_000),
+    ("grpc.max_reconnect_backoff_ms", 250),
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.http2.ping_timeout_ms", 5_000),
 ]
+
+
+#: The longest wait between tries before a member has answered for the first time (it is starting).
+STARTING_BACKOFF_CAP = 0.25
 
 
 @dataclass(frozen=True)
@@ -188,7 +195,10 @@ class ReplicaClient:
         self._set_serving(False)
 
     async def _run(self) -> None:
-        backoff = Backoff(self._min_backoff, self._max_backoff, jitter=0.2)
+        # Until the member has answered once it is most likely starting: retry at most every
+        # STARTING_BACKOFF_CAP so the gateway sees it serve at once (a cold start waited up to 2 s).
+        backoff = Backoff(self._min_backoff, min(self._max_backoff, STARTING_BACKOFF_CAP), jitter=0.2)
+        answered = False
         while True:
             received = False
             try:
@@ -200,6 +210,9 @@ class ReplicaClient:
                     log.error("control channel %s: %s", self.address, self.last_error)
             self._set_serving(False)
             if received:
+                if not answered:
+                    answered = True
+                    backoff = Backoff(self._min_backoff, self._max_backoff, jitter=0.2)
                 backoff.reset()
             await asyncio.sleep(backoff.next())
 

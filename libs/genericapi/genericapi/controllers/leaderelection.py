@@ -40,6 +40,10 @@ def micro_time(when: datetime | None = None) -> str:
     return (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+#: The first wait after an attempt that failed with an error, before the lease was ever held.
+FIRST_RETRY = 0.05
+
+
 class LeaderElector:
     """Acquire, renew every retry period, lose on renew deadline (client-go's leaderelection)."""
 
@@ -60,6 +64,8 @@ class LeaderElector:
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None
         self.leading = False
+        #: Whether the last attempt failed with an error (not: the lease is someone else's).
+        self._failed = False
 
     @property
     def observed_holder(self) -> str:
@@ -117,19 +123,31 @@ class LeaderElector:
         self._observed_at = self._now()
 
     async def _attempt(self) -> bool:
+        self._failed = False
         try:
             return await self.try_acquire_or_renew()
         except APIError as err:
             log.warning("lease %s/%s: %s", self.namespace, self.name, err.message)
         except Exception:
             log.exception("lease %s/%s: attempt failed", self.namespace, self.name)
+        self._failed = True
         return False
 
     async def acquire(self) -> None:
-        """Wait until this candidate holds the lease."""
+        """Wait until this candidate holds the lease.
+
+        An attempt the API server could not answer (a gateway starting beside a core-api that is
+        not serving yet: 503) is retried after ``FIRST_RETRY`` seconds, doubling up to the retry
+        period; a lease another candidate holds waits the retry period, as client-go does (a chain's
+        cold start waited a whole retry period here for the gateway's first lease)."""
+        soon = FIRST_RETRY
         while True:
             if await self._attempt():
                 break
+            if self._failed and soon < self.retry_period:
+                await asyncio.sleep(soon)
+                soon *= 2
+                continue
             await asyncio.sleep(self.retry_period * (1 + random.random() * 0.2))
         log.info("%s acquired lease %s/%s", self.identity, self.namespace, self.name)
 

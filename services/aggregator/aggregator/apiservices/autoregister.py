@@ -76,6 +76,11 @@ def _label(obj: dict[str, Any]) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(AUTOMANAGED_LABEL) or "")
 
 
+#: For this long after the controller starts, the members' group-versions are looked at every
+#: STARTING_INTERVAL seconds instead of ``interval``.
+STARTING_SECONDS = 30.0
+STARTING_INTERVAL = 0.05
+
 class AutoRegisterController(Controller):
     name = "apiservice-autoregister"
 
@@ -122,9 +127,13 @@ class AutoRegisterController(Controller):
                 await watcher
 
     async def _watch_builtins(self) -> None:
-        """The members' group-versions live in the gateway's memory: look at them now and then."""
+        """The members' group-versions live in the gateway's memory: look at them now and then
+        (often while the chain starts: readiness waits on these APIServices; issue 15's cold start
+        lost up to ``interval`` here). Reading them is a set over a few dozen pairs."""
+        loop = asyncio.get_running_loop()
+        starting_until = loop.time() + STARTING_SECONDS
         while True:
-            await asyncio.sleep(self.interval)
+            await asyncio.sleep(STARTING_INTERVAL if loop.time() < starting_until else self.interval)
             current = frozenset(self.builtins())
             if current != self._known_builtins:
                 changed = current ^ self._known_builtins
