@@ -24,6 +24,7 @@ from genericapi.registry.fieldtracking import Writer
 from genericapi.registry.fieldvalidation import check_fields
 from genericapi.registry.store import Store
 
+from .body import decode_request_body
 from .negotiation import Output
 from .ownership import field_manager
 from .render import render_object
@@ -67,9 +68,8 @@ def decode_config(raw: bytes, store: Store, validation: str, *, api_version: str
         if raw.lstrip()[:1] == b"{":
             # JSON is YAML; its own decoder is much faster (kubectl and most clients send JSON).
             try:
-                config, duplicates = decoding.decode_body(raw, "application/json",
-                                                          detect_duplicates=validation != "Ignore",
-                                                          kind=store.info.kind)
+                config, duplicates = decode_request_body(raw, "application/json", validation != "Ignore",
+                                                         store.info.kind)
             except apierrors.APIError:
                 config = None
         if config is None:
