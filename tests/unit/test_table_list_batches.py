@@ -107,3 +107,46 @@ def test_batched_partial_metadata_lists_are_the_whole_lists(n: int) -> None:
     assert body_of(resp) == whole
     assert sent(resp) == whole
     assert isinstance(resp, StreamedListResponse) == (len(whole) > 256 * 1024)
+
+
+class _Tracked(dict[str, Any]):
+    """A decoded object that counts how many of its kind are alive."""
+
+    alive = 0
+    most = 0
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        _Tracked.alive += 1
+        _Tracked.most = max(_Tracked.most, _Tracked.alive)
+
+    def __del__(self) -> None:
+        _Tracked.alive -= 1
+
+
+class _Entry:
+    """A watch cache entry as a LIST from the cache holds it: JSON kept, decoded on demand."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def decode(self) -> dict[str, Any]:
+        return _Tracked(orjson.loads(self.raw))
+
+
+@pytest.mark.parametrize("output", [Output("table"), Output("table", include_object="Object"), Output("partial")],
+                         ids=["table", "table-object", "partial"])
+def test_a_long_list_from_cache_entries_decodes_one_batch_at_a_time(output: Output) -> None:
+    # 20,000 cached ConfigMaps as a Table held 5x the answer's size when every entry was decoded
+    # at once (test_list_memory): only about one batch of objects may be alive at any time, and the
+    # bytes are those of the objects rendered whole.
+    n = 4 * BATCH + 3
+    objs = objects(CM, n)
+    entries = [_Entry(orjson.dumps(o)) for o in objs]
+    _Tracked.alive = _Tracked.most = 0
+    resp = render_list(store(CM), ListResult(None, 5, entries=entries), output, pretty=False)
+    streamed = body_of(resp)
+    assert _Tracked.most <= BATCH + 1, _Tracked.most
+    assert _Tracked.alive == 0
+    whole = render_list(store(CM), ListResult([(o, orjson.dumps(o)) for o in objs], 5), output, pretty=False)
+    assert streamed == body_of(whole)

@@ -50,15 +50,19 @@ def _list_meta(result: ListResult) -> dict[str, Any]:
 BATCH = 500
 
 
-def _batched(head: dict[str, Any], key: str, objs: list[dict[str, Any]],
+def _batched(head: dict[str, Any], key: str, result: ListResult,
              encode: Callable[[list[dict[str, Any]]], list[Any]]) -> Response:
     """``head`` (whose last key, ``key``, is an empty list) with that list filled by ``encode`` of
-    ``BATCH`` objects at a time, each batch encoded once and spliced, then streamed as a JSON list
-    is; the bytes are those of the whole document encoded at once."""
+    ``BATCH`` objects at a time (each batch decoded from the cache's bytes only when reached, then
+    dropped), each batch encoded once and spliced, then streamed as a JSON list is; the bytes are
+    those of the whole document encoded at once."""
     start = dumps(head)
     suffix = b'"' + key.encode() + b'":[]}'
     assert start.endswith(suffix), start[-40:]
-    pieces = [dumps(encode(objs[i:i + BATCH]))[1:-1] for i in range(0, len(objs), BATCH)]
+    pieces = []
+    for batch in result.object_batches(BATCH):
+        pieces.append(dumps(encode(batch))[1:-1])
+        del batch  # before the next batch is decoded: one batch of objects alive at a time
     return list_response(start[:-2], pieces, b"]}")
 
 
@@ -72,14 +76,14 @@ def _table_list(store: Store, result: ListResult, out: Output, meta: dict[str, A
         return tables.build_table(info.group, info.plural, batch, include_object=out.include_object, now=now,
                                   list_meta=meta, printer=store.strategy.table_printer)
 
-    return _batched(table([]), "rows", [o for o, _ in result.items], lambda batch: table(batch)["rows"])
+    return _batched(table([]), "rows", result, lambda batch: table(batch)["rows"])
 
 
 def render_list(store: Store, result: ListResult, out: Output, pretty: bool) -> Response:
     info = store.info
     meta = _list_meta(result)
     if out.mode == "table":
-        if len(result.items) > BATCH and not pretty:
+        if result.count > BATCH and not pretty:
             return _table_list(store, result, out, meta)
         table = tables.build_table(info.group, info.plural, [o for o, _ in result.items],
                                    include_object=out.include_object, list_meta=meta,
@@ -88,8 +92,8 @@ def render_list(store: Store, result: ListResult, out: Output, pretty: bool) -> 
     if out.mode == "partial":
         body: dict[str, Any] = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
                                 "items": []}
-        if len(result.items) > BATCH and not pretty:
-            return _batched(body, "items", [o for o, _ in result.items], lambda batch: [partial(o) for o in batch])
+        if result.count > BATCH and not pretty:
+            return _batched(body, "items", result, lambda batch: [partial(o) for o in batch])
         body["items"] = [partial(o) for o, _ in result.items]
         return object_response(body, pretty=pretty)
     if pretty or out.yaml:
