@@ -1,6 +1,6 @@
 """CPU per create and per GET of each process, this working tree ÷ another tree, in one run.
 
-The other tree (``git archive <commit> libs services kubechain_cli | tar -x -C DIR``, plus the
+The other tree (``git archive <commit> libs services kubechain_cli proto | tar -x -C DIR``, plus the
 generated code copied from ``libs/genericapi/genericapi/generated``) runs first on ``PYTHONPATH``,
 ahead of the editable install; both chains run side by side and the rounds alternate between them
 (bench/gc_bench.py's rounds: N creates then N GETs through the gateway, CPU from /proc).

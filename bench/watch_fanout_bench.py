@@ -4,7 +4,7 @@ Issue 15's serialize-once: each event is encoded once per output kind and the by
 watcher. This measures what a delivery costs each process when W clients watch one ConfigMap with
 ``kubectl get -w``'s Accept (``as=Table``), ``as=PartialObjectMetadata`` (metadata informers) or
 plain JSON, through the gateway. Two chains run side by side, one on another tree (made as
-bench/tree_ab.py says: ``git archive <commit> libs services kubechain_cli | tar -x -C DIR`` plus
+bench/tree_ab.py says: ``git archive <commit> libs services kubechain_cli proto | tar -x -C DIR`` plus
 ``libs/genericapi/genericapi/generated`` copied in; it goes first on ``PYTHONPATH``) and one on this
 working tree; rounds alternate between them so other load on the machine falls on both alike. A
 round makes E updates of the watched ConfigMap one after the other and waits until every watcher
