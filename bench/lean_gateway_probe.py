@@ -1,6 +1,8 @@
 """How much of the gateway's CPU per GET a leaner HTTP server would save (issue 15's proposal).
 
-Issue 15 asks to measure a leaner server than uvicorn + ASGI for the gateway's proxy path. This
+Issue 15 asks to measure a leaner server than uvicorn + ASGI for the gateway's proxy path (the
+gateway now runs genericapi.server.leanhttp, an HTTP/1.1 protocol of its own under uvicorn; it
+still runs its ASGI filters, which the probe does not). This
 starts a chain and, beside its gateway, a *probe*: the smallest TLS HTTP/1.1 proxy to core-api's
 Unix socket that Python allows here (uvloop, httptools, the gateway's own ``UnixHTTPPool``; one
 write per response; no ASGI, no Starlette). It does none of the gateway's work besides relaying
