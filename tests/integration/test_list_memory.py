@@ -21,18 +21,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
-from genericapi.storage.etcd import EtcdClient
 from support.coreapi_procs import backend_request
+from support.etcdfill import put_copies
 from support.procmem import reset_peak, status_kib
 from support.procs import ChainHandle, start_chain
 
-from kubechain_cli.chain import Chain, _UnixHTTPConnection, etcd_tls_for, free_port
+from kubechain_cli.chain import Chain, _UnixHTTPConnection, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -59,27 +58,6 @@ def _core_get(chain: Chain, path: str, accept: str = "application/json") -> tupl
         conn.close()
 
 
-async def _fill(chain: Chain, template_key: bytes, count: int) -> None:
-    """``count`` copies of the stored ConfigMap at ``template_key`` (name, uid changed) into etcd."""
-    client = EtcdClient([chain.etcd_endpoints], tls=etcd_tls_for(chain.etcd_endpoints))
-    try:
-        kv, _rev = await client.get(template_key)
-        assert kv is not None
-        template = orjson.loads(kv.value)
-        prefix = template_key.rsplit(b"/", 1)[0]
-        gate = asyncio.Semaphore(64)
-
-        async def put(i: int) -> None:
-            name = f"cm-{i:05d}"
-            obj = {**template, "metadata": {**template["metadata"], "name": name, "uid": str(uuid.uuid4())}}
-            async with gate:
-                await client.put(prefix + b"/" + name.encode(), orjson.dumps(obj))
-
-        await asyncio.gather(*(put(i) for i in range(1, count)))
-    finally:
-        await client.close()
-
-
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainHandle]:
     chain = Chain(tmp_path_factory.mktemp("list-memory"), port=free_port(), controllers=False,
@@ -94,7 +72,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainHandle]:
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-00000", "labels": {"app": "bulk"}},
             "data": {"payload": "x" * 800}})
         assert status == 201, body
-        asyncio.run(_fill(chain, f"{chain.etcd_prefix}/configmaps/{NS}/cm-00000".encode(), COUNT))
+        asyncio.run(put_copies(chain, f"{chain.etcd_prefix}/configmaps/{NS}/cm-00000".encode(), range(1, COUNT)))
         # A consistent LIST waits for the cache to reach etcd's revision: it holds all of them then.
         deadline = time.monotonic() + 120
         while True:

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Iterator
 
 import orjson
 import pytest
-from genericapi.storage.etcd import EtcdClient
 from support.coreapi_procs import backend_request
+from support.etcdfill import put_copies
 from support.procmem import status_kib
 from support.procs import ChainHandle, start_chain
 
-from kubechain_cli.chain import Chain, _UnixHTTPConnection, etcd_tls_for, free_port
+from kubechain_cli.chain import Chain, _UnixHTTPConnection, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -47,26 +46,6 @@ def _count(chain: Chain) -> int:
         return len(orjson.loads(raw)["items"])
     finally:
         conn.close()
-
-
-async def _fill(chain: Chain, template_key: bytes, count: int) -> None:
-    client = EtcdClient([chain.etcd_endpoints], tls=etcd_tls_for(chain.etcd_endpoints))
-    try:
-        kv, _rev = await client.get(template_key)
-        assert kv is not None
-        template = orjson.loads(kv.value)
-        prefix = template_key.rsplit(b"/", 1)[0]
-        gate = asyncio.Semaphore(64)
-
-        async def put(i: int) -> None:
-            name = f"cm-{i:05d}"
-            obj = {**template, "metadata": {**template["metadata"], "name": name, "uid": str(uuid.uuid4())}}
-            async with gate:
-                await client.put(prefix + b"/" + name.encode(), orjson.dumps(obj))
-
-        await asyncio.gather(*(put(i) for i in range(1, count + 1)))
-    finally:
-        await client.close()
 
 
 def _settled_rss(pid: int, quiet_kib: int = 256, timeout: float = 60.0) -> int:
@@ -103,7 +82,7 @@ def test_core_api_rss_per_stored_object_with_controllers_on(own: ChainHandle) ->
     pid = chain.processes["core-api"].pid
     _count(chain)  # whatever a first LIST leaves allocated for good is not the objects'
     before = _settled_rss(pid)
-    asyncio.run(_fill(chain, f"{chain.etcd_prefix}/configmaps/{NS}/cm-00000".encode(), COUNT))
+    asyncio.run(put_copies(chain, f"{chain.etcd_prefix}/configmaps/{NS}/cm-00000".encode(), range(1, COUNT + 1)))
     deadline = time.monotonic() + 120
     while _count(chain) < COUNT + 2 and time.monotonic() < deadline:  # + cm-00000 and kube-root-ca.crt
         time.sleep(0.5)
