@@ -47,13 +47,13 @@ def test_one_certificate_is_parsed_once_and_shared(tmp_path: Path) -> None:
     (tmp_path / "alice.crt").write_bytes(cert)
     (tmp_path / "alice.key").write_bytes(key)
     alice = (str(tmp_path / "alice.crt"), str(tmp_path / "alice.key"))
-    first = tls._parsed_peer(_handshake(paths, alice))
-    second = tls._parsed_peer(_handshake(paths, alice))
+    first = tls.parsed_peer(_handshake(paths, alice))
+    second = tls.parsed_peer(_handshake(paths, alice))
     assert first is not None and first is second
     assert tls.peer_identity({"extensions": {"tls": {"peercert": first}}}) == ("alice", ["dev"])
     cert, key = issue_client_certificate(tmp_path, "bob")
     (tmp_path / "bob.crt").write_bytes(cert)
     (tmp_path / "bob.key").write_bytes(key)
-    bob = tls._parsed_peer(_handshake(paths, (str(tmp_path / "bob.crt"), str(tmp_path / "bob.key"))))
+    bob = tls.parsed_peer(_handshake(paths, (str(tmp_path / "bob.crt"), str(tmp_path / "bob.key"))))
     assert bob is not first and tls.peer_identity({"extensions": {"tls": {"peercert": bob}}}) == ("bob", [])
-    assert tls._parsed_peer(_handshake(paths, None)) is None  # no client certificate offered
+    assert tls.parsed_peer(_handshake(paths, None)) is None  # no client certificate offered

@@ -54,8 +54,6 @@ class ClientCertProtocol(CorkedHttpToolsProtocol):
             self.scope["extensions"] = {"tls": {"peercert": self._peer}}  # type: ignore[typeddict-unknown-key]
 
 
-_parsed_peer = parsed_peer  # the name tests/unit/test_tls_peer_sharing.py reads
-
 
 def peer_identity(scope: MutableMapping[str, Any]) -> tuple[str, list[str]] | None:
     """(common name, organizations) of the verified client certificate, if any."""
