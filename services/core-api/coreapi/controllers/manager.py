@@ -109,4 +109,6 @@ def install(server: GenericAPIServer, options: ControllerOptions, authorizer: Au
             await clients.close()
 
     server.post_start.append(start)
-    server.pre_shutdown.append(stop)
+    # First: the lease is released through the authorizer, whose own pre-shutdown hook (registered
+    # earlier, with the authorizer) stops its RBAC informers and would deny the release.
+    server.pre_shutdown.insert(0, stop)
