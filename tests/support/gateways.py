@@ -27,6 +27,10 @@ def admin_context(chain: Chain) -> ssl.SSLContext:
     return chain.ssl_context()
 
 
+#: Methods sent again on a new connection when a reused one turns out closed (Go's isReplayable).
+_RETRIABLE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
 class GatewayClient:
     """JSON requests to one gateway; a broken connection is reopened for the next request."""
 
@@ -57,11 +61,20 @@ class GatewayClient:
         if data is not None:
             hdrs["Content-Type"] = "application/json"
         hdrs.update(headers or {})
+        reused = self._conn is not None
         conn = self._connection()
         try:
             conn.request(method, path, body=data, headers=hdrs)
             resp = conn.getresponse()
             raw = resp.read()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.close()
+            if not (reused and method in _RETRIABLE):
+                raise
+            # A kept-alive connection the server closed while idle (its keep-alive timeout) before
+            # this request reached it: Go's transport and urllib3 send an idempotent request again
+            # on a new connection; so does this client, once.
+            return self.request(method, path, body, headers)
         except (OSError, http.client.HTTPException):
             self.close()
             raise
