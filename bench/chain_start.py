@@ -3,18 +3,29 @@ fresh data dir (new certificates, empty etcd), alternating controllers on and of
 and the medians with the load average, since on a busy machine the three Python services' start-up
 CPU decides it. bench/bench.py reads its cold-start line with ``cold_starts``.
 
-``--ab`` instead alternates, with controllers on, the services forked from the fork server (the
-default, kubechain_cli.forkserver) and executed one by one (``KUBECHAIN_FORK_SERVICES=0``): both
-medians from one run, under the same load.
+``--ab DIR`` instead alternates, with controllers on, another tree (``git archive <commit> libs
+services kubechain_cli proto | tar -x -C DIR`` plus the generated code copied from
+``libs/genericapi/genericapi/generated``, as bench/tree_ab.py) and this one: each start runs in a
+child process with that tree first on ``PYTHONPATH`` (or not), so the chain code, the fork server
+and the services are all the tree's. Each round is a cold start (fresh data dir) and a warm restart
+(the same data dir again: certificates made, etcd holding what the first start wrote, so the
+bootstrap hooks reconcile instead of create). Both trees' medians come from one run, under the
+same load.
 
-    .venv/bin/python bench/chain_start.py [N] [--ab]
+``--fork-ab`` alternates, with controllers on, the services forked from the fork server (the
+default, kubechain_cli.forkserver) and executed one by one (``KUBECHAIN_FORK_SERVICES=0``).
+
+    .venv/bin/python bench/chain_start.py [N] [--ab DIR | --fork-ab]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -25,8 +36,8 @@ from kubechain_cli.chain import Chain, free_port
 
 #: The modes a round starts, in order: "controllers on" is what ``kubechain up`` runs.
 MODES = ("controllers on", "controllers off")
-#: The modes of ``--ab``: forked (the default) and executed services, controllers on.
-AB_MODES = ("forked", "executed")
+#: The modes of ``--fork-ab``: forked (the default) and executed services, controllers on.
+FORK_AB_MODES = ("forked", "executed")
 
 
 def cold_starts(rounds: int, modes: Sequence[str] = MODES) -> dict[str, list[float]]:
@@ -54,16 +65,72 @@ def cold_starts(rounds: int, modes: Sequence[str] = MODES) -> dict[str, list[flo
     return times
 
 
+#: What a child of ``--ab`` runs: a cold start, then a warm restart on the same data dir; prints
+#: both times as JSON. Only ``Chain``'s long-standing interface is used, so old trees run it too.
+_CHILD = """
+import json, sys, tempfile, time
+from pathlib import Path
+from kubechain_cli.chain import Chain, free_port
+out = {}
+with tempfile.TemporaryDirectory(prefix="kubechain-ab-") as data:
+    for label in ("cold", "warm"):
+        chain = Chain(Path(data), port=free_port())
+        started = time.monotonic()
+        try:
+            chain.start()
+            out[label] = time.monotonic() - started
+        finally:
+            chain.stop(timeout=5)
+print(json.dumps(out))
+"""
+
+
+def tree_env(tree: Path | None) -> dict[str, str]:
+    """The environment of a child running ``tree`` (None: this checkout, as installed)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if tree is not None:
+        paths = [tree / "libs" / "genericapi", *(p for p in sorted((tree / "services").iterdir()) if p.is_dir()),
+                 tree]
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
+    return env
+
+
+def tree_starts(rounds: int, old: Path) -> dict[str, list[float]]:
+    """``rounds`` alternating (old, new) child runs: each a cold start and a warm restart."""
+    times: dict[str, list[float]] = {f"{tree} {kind}": [] for kind in ("cold", "warm") for tree in ("old", "new")}
+    for _ in range(rounds):
+        for tree, path in (("old", old), ("new", None)):
+            done = subprocess.run([sys.executable, "-c", _CHILD], env=tree_env(path), capture_output=True,
+                                  text=True, timeout=300, cwd=tempfile.gettempdir())
+            if done.returncode != 0:
+                raise RuntimeError(f"{tree} tree's start failed:\n{done.stderr[-3000:]}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            for kind in ("cold", "warm"):
+                times[f"{tree} {kind}"].append(float(result[kind]))
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rounds", nargs="?", type=int, default=5)
-    parser.add_argument("--ab", action="store_true", help="forked vs executed services, controllers on")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--ab", metavar="DIR", type=Path,
+                       help="another tree vs this one: cold start and warm restart, controllers on")
+    group.add_argument("--fork-ab", action="store_true", help="forked vs executed services, controllers on")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    times = cold_starts(args.rounds, AB_MODES if args.ab else MODES)
+    if args.ab is not None:
+        times = tree_starts(args.rounds, args.ab.resolve())
+    else:
+        times = cold_starts(args.rounds, FORK_AB_MODES if args.fork_ab else MODES)
     print(f"load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end, on {os.cpu_count()} cores")
     for label, runs in times.items():
         print(f"{label:16s} median {statistics.median(runs):.2f}s  ({' '.join(f'{t:.2f}' for t in runs)})")
+    if args.ab is not None:
+        for kind in ("cold", "warm"):
+            ratio = statistics.median(times[f"old {kind}"]) / statistics.median(times[f"new {kind}"])
+            print(f"{kind}: old/new {ratio:.2f}x")
 
 
 if __name__ == "__main__":
