@@ -1,23 +1,24 @@
-"""The one module that talks to etcd (through ``aetcd``); everything else sees bytes and revisions.
+"""The one module that talks to etcd; everything else sees bytes and revisions.
 
-It uses aetcd's generated etcd v3 stubs on a gRPC channel of its own (plain, or TLS with a client
-certificate as kube-apiserver's ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``), and issues the KV
-and Watch RPCs itself: kube-apiserver's storage needs ranges at a revision with limits, transactions
-comparing ``mod_revision`` and watches with progress notifications, which aetcd's convenience
-methods do not expose. gRPC and aetcd errors are wrapped once, here, into storage errors.
+It speaks etcd's v3 gRPC API (aetcd's generated message classes, protobuf's C implementation) over a
+connection of its own (``grpcwire``: gRPC framed on HTTP/2 on the event loop, plain or TLS with a
+client certificate as kube-apiserver's ``--etcd-cafile/--etcd-certfile/--etcd-keyfile``), and issues
+the KV, Lease and Watch RPCs itself: kube-apiserver's storage needs ranges at a revision with limits,
+transactions comparing ``mod_revision`` and watches with progress notifications. Transport and gRPC
+errors are wrapped once, here, into storage errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
-import aetcd
-import grpc
 from aetcd import rpc
 
 from .errors import (
@@ -28,6 +29,7 @@ from .errors import (
     TooOldRevisionError,
 )
 from .errors import UnavailableError as StorageUnavailable
+from .grpcwire import Connection, RpcError, StatusCode
 from .instrumentation import EtcdInstruments, recorded
 from .value import PrefixTransformers
 
@@ -77,7 +79,7 @@ def prefix_end(prefix: bytes) -> bytes:
 @dataclass(frozen=True, slots=True)
 class EtcdTLS:
     """kube-apiserver's etcd client TLS: the CA that signed etcd's serving certificate and the
-    client certificate etcd (``--client-cert-auth``) asks for. Read when a channel opens, so a
+    client certificate etcd (``--client-cert-auth``) asks for. Read when a connection opens, so a
     rotated certificate is used from the next reconnect on."""
 
     cafile: str = ""
@@ -87,63 +89,72 @@ class EtcdTLS:
     def __bool__(self) -> bool:
         return bool(self.cafile or self.certfile)
 
-    def credentials(self) -> grpc.ChannelCredentials:
-        def read(path: str) -> bytes | None:
-            if not path:
-                return None
-            with open(path, "rb") as f:
-                return f.read()
-
-        return grpc.ssl_channel_credentials(root_certificates=read(self.cafile),
-                                            private_key=read(self.keyfile), certificate_chain=read(self.certfile))
-
-
-class _Channel:
-    """One gRPC channel to one etcd member and the stubs used on it."""
-
-    def __init__(self, target: str, credentials: grpc.ChannelCredentials | None) -> None:
-        options = [*KEEPALIVE_OPTIONS, *MESSAGE_SIZE_OPTIONS]
-        self.channel = grpc.aio.secure_channel(target, credentials, options=options) if credentials is not None \
-            else grpc.aio.insecure_channel(target, options=options)
-        self.kvstub = rpc.KVStub(self.channel)
-        self.leasestub = rpc.LeaseStub(self.channel)
-
-    async def close(self) -> None:
-        await self.channel.close()
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context trusting ``cafile`` (the system's roots without one), presenting the
+        client certificate when given, offering HTTP/2 by ALPN as gRPC does."""
+        ctx = ssl.create_default_context(cafile=self.cafile or None)
+        if self.certfile:
+            ctx.load_cert_chain(self.certfile, self.keyfile or None)
+        ctx.set_alpn_protocols(["h2"])
+        return ctx
 
 
-def _kv(kv: rpc.KeyValue) -> KeyValue:
-    return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision)
+def _system_tls() -> ssl.SSLContext:
+    return EtcdTLS().ssl_context()
 
 
-#: gRPC keepalive on the etcd channel (kube-apiserver's etcd client keeps one too): a member that
+#: gRPC keepalive on the etcd connection (kube-apiserver's etcd client keeps one too): a member that
 #: vanished without closing its connections (host or container killed) is noticed within ~15 s, which
-#: ends the watches on it so they resume on the next endpoint instead of waiting forever. etcd accepts
-#: pings every 5 s or slower, and only while a call (such as a watch) is open.
-#: Current gRPC cores bound an unanswered ping by ``ping_timeout_ms`` (default one minute), not by
-#: ``keepalive_timeout_ms`` alone, and stop pinging after ``max_pings_without_data`` (default 2) pings
-#: on a connection that sends no data, which an idle watch is: both are set, or a silent member is
-#: never noticed.
-KEEPALIVE_OPTIONS = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
-                     ("grpc.http2.ping_timeout_ms", 5_000), ("grpc.http2.max_pings_without_data", 0))
+#: ends the watches on it so they resume on the next endpoint instead of waiting forever. A PING every
+#: 10 s while calls are open (etcd accepts one every 5 s or slower), none while the connection is idle
+#: (a server counts those against the client), and an unanswered one ends the connection after 5 s.
+KEEPALIVE_TIME = 10.0
+KEEPALIVE_TIMEOUT = 5.0
 
 #: Responses up to math.MaxInt32 bytes, as etcd's own Go client (clientv3, which kube-apiserver uses)
 #: takes them. gRPC's default 4 MiB receive limit failed any range read past it: a LIST at an exact
 #: resourceVersion of 25 MB, or a watch-cache page of 1,000 objects of 5 KB each. (Requests stay
 #: unbounded here; etcd refuses those past its ``--max-request-bytes`` itself.)
-MESSAGE_SIZE_OPTIONS = (("grpc.max_receive_message_length", 2**31 - 1),)
+MAX_RECEIVE_MESSAGE = 2**31 - 1
+
+#: The unary methods: their paths and response messages.
+_METHODS: dict[str, tuple[bytes, Any]] = {
+    "Range": (b"/etcdserverpb.KV/Range", rpc.RangeResponse),
+    "Put": (b"/etcdserverpb.KV/Put", rpc.PutResponse),
+    "DeleteRange": (b"/etcdserverpb.KV/DeleteRange", rpc.DeleteRangeResponse),
+    "Txn": (b"/etcdserverpb.KV/Txn", rpc.TxnResponse),
+    "Compact": (b"/etcdserverpb.KV/Compact", rpc.CompactionResponse),
+    "LeaseGrant": (b"/etcdserverpb.Lease/LeaseGrant", rpc.LeaseGrantResponse),
+}
+_WATCH = b"/etcdserverpb.Watch/Watch"
+_DELETE = rpc.Event.DELETE
+
+#: Calls failing so are retried on the next endpoint: the member or the connection is gone.
+_RETRIED = (StatusCode.UNAVAILABLE, StatusCode.DEADLINE_EXCEEDED, StatusCode.CANCELLED)
 
 
-def _cancelled_by_channel() -> bool:
-    """Whether a ``CancelledError`` just caught came from gRPC rather than from our own task.
+class _Channel:
+    """One connection to one etcd member."""
 
-    Closing a channel (``EtcdClient._reset``) cancels every call still open on it, and grpc.aio
-    reports a locally cancelled call by raising ``asyncio.CancelledError`` in whoever awaits it.
-    That is a transport failure to retry, not a request to stop: the task itself is only being
-    cancelled when ``cancelling()`` says so."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() == 0
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
 
+    @classmethod
+    async def open(cls, endpoint: str, tls: EtcdTLS, connect_timeout: float) -> _Channel:
+        url = urlparse(endpoint)
+        # TLS when certificates are given or the URL says https (then with the system's roots).
+        context = tls.ssl_context() if tls else _system_tls() if url.scheme == "https" else None
+        conn = await Connection.open(url.hostname or "127.0.0.1", url.port or 2379, context,
+                                     connect_timeout=connect_timeout, max_message=MAX_RECEIVE_MESSAGE,
+                                     keepalive=KEEPALIVE_TIME, keepalive_timeout=KEEPALIVE_TIMEOUT)
+        return cls(conn)
+
+    async def close(self) -> None:
+        self.conn.close()
+
+
+def _kv(kv: rpc.KeyValue) -> KeyValue:
+    return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision)
 
 
 def _revision(revision: int) -> int:
@@ -152,6 +163,7 @@ def _revision(revision: int) -> int:
     if revision > 2**63 - 1:
         raise FutureRevisionRefusedError(revision)
     return revision
+
 
 class EtcdClient:
     """Async etcd v3 KV and Watch with kube-apiserver's transaction shapes."""
@@ -204,23 +216,22 @@ class EtcdClient:
 
     # -- connection -------------------------------------------------------------------
     async def _connect(self) -> _Channel:
-        if self._client is not None:
-            return self._client
+        client = self._client
+        if client is not None and client.conn.usable:
+            return client
         async with self._lock:
+            if self._client is not None and not self._client.conn.usable:
+                await self._reset(self._client)  # lost or told to go away: the next endpoint
             if self._client is not None:
                 return self._client
-            url = urlparse(self._endpoints[self._index % len(self._endpoints)])
-            # TLS when certificates are given or the URL says https (then with the system's roots).
-            credentials = self._tls.credentials() if self._tls \
-                else grpc.ssl_channel_credentials() if url.scheme == "https" else None
-            client = _Channel(f"{url.hostname or '127.0.0.1'}:{url.port or 2379}", credentials)
-            self._client = client
-            return client
+            endpoint = self._endpoints[self._index % len(self._endpoints)]
+            self._client = await _Channel.open(endpoint, self._tls, self._timeout)
+            return self._client
 
     async def _reset(self, failed: _Channel | None) -> None:
         """Drop the channel ``failed`` and move to the next endpoint after a transport failure.
 
-        Every call and watch on a channel fails at once when its member goes away; only the first
+        Every call and watch on a connection fails at once when its member goes away; only the first
         report rotates. Later ones name a channel already replaced and leave the new one alone
         (closing it would break the watches just re-established on it). ``None``: connecting failed."""
         if failed is None:
@@ -233,41 +244,32 @@ class EtcdClient:
         if client is not None:
             try:
                 await client.close()
-            except Exception:  # closing a broken channel may itself fail
-                log.debug("error closing etcd channel", exc_info=True)
+            except Exception:  # closing a broken connection may itself fail
+                log.debug("error closing etcd connection", exc_info=True)
 
-    async def _kv(self) -> rpc.KVStub:
-        client = await self._connect()
-        return client.kvstub
-
-    async def _call(self, method: str, request: object) -> object:
+    async def _call(self, method: str, request: Any) -> Any:
+        path, response = _METHODS[method]
+        data = request.SerializeToString()
         last: BaseException | None = None
         for _ in range(max(2, len(self._endpoints) + 1)):
             client: _Channel | None = None
             try:
                 client = await self._connect()
-                return await getattr(client.kvstub, method)(request, timeout=self._timeout)
-            except grpc.aio.AioRpcError as err:
-                details = err.details() or ""
+                return response.FromString(await client.conn.unary(path, data, self._timeout))
+            except RpcError as err:
+                details = err.details
                 if "future revision" in details:  # etcd's ErrFutureRev: OUT_OF_RANGE, as ErrCompacted
                     raise FutureRevisionRefusedError(getattr(request, "revision", 0)) from err
-                if err.code() == grpc.StatusCode.OUT_OF_RANGE or "compacted" in details:
+                if err.code == StatusCode.OUT_OF_RANGE or "compacted" in details:
                     raise TooOldRevisionError(getattr(request, "revision", 0), 0) from err
                 last = err
-                if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                                  grpc.StatusCode.CANCELLED):
+                if err.code in _RETRIED:
                     await self._reset(client)
                     continue
-                raise StorageUnavailable(f"etcd {method}: {err.details()}") from err
-            except (TimeoutError, aetcd.exceptions.ClientError, OSError) as err:
+                raise StorageUnavailable(f"etcd {method}: {details}") from err
+            except (TimeoutError, OSError) as err:  # connecting failed (refused, TLS, timed out)
                 last = err
                 await self._reset(client)
-            except asyncio.CancelledError as err:
-                if not _cancelled_by_channel():
-                    raise
-                last = err  # the channel was closed under the call: retry on the current one
-                if client is not None:
-                    await self._reset(client)
         raise StorageUnavailable(f"etcd unavailable: {last}")
 
     async def close(self) -> None:
@@ -371,12 +373,7 @@ class EtcdClient:
     async def put_with_ttl(self, key: bytes, value: bytes, ttl: int) -> int:
         """A write etcd removes by itself ``ttl`` seconds later unless written again: a fresh
         lease per write, as kube's storage does for keys with a TTL (its master leases)."""
-        client = await self._connect()
-        try:
-            lease = await client.leasestub.LeaseGrant(rpc.LeaseGrantRequest(TTL=ttl), timeout=self._timeout)
-        except grpc.aio.AioRpcError as err:
-            await self._reset(client)
-            raise StorageUnavailable(f"etcd LeaseGrant: {err.details()}") from err
+        lease = await self._call("LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl))
         resp = await self._call("Put", rpc.PutRequest(key=key, value=self._seal(key, value), lease=lease.ID))
         return int(resp.header.revision)  # type: ignore[attr-defined]
 
@@ -394,54 +391,49 @@ class EtcdClient:
         Progress notifications are not requested: etcd before 3.5.8 may send one ahead of
         events it has not yet delivered (etcd issue 15220), so they cannot prove freshness.
         Raises TooOldRevisionError when ``start_revision`` was compacted, StorageUnavailable
-        when the stream breaks (the caller restarts from its last revision).
+        when the stream breaks or cannot start (the caller restarts from its last revision).
         """
-        client = await self._connect()
-        stub = rpc.WatchStub(client.channel)
         create = rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
             key=prefix, range_end=prefix_end(prefix), start_revision=start_revision, prev_kv=True))
-        stop = asyncio.Event()
-
-        async def requests() -> AsyncIterator[rpc.WatchRequest]:
-            yield create
-            await stop.wait()
-
-        call = stub.Watch(requests())
+        client: _Channel | None = None
+        try:
+            client = await self._connect()
+        except (TimeoutError, OSError) as err:
+            await self._reset(None)
+            raise StorageUnavailable(f"etcd watch: {err}") from err
+        parse = rpc.WatchResponse.FromString
+        opened = self._open if self._transformers else None
         self.open_watches[prefix] += 1
         try:
-            async for resp in call:
+            async for message in client.conn.stream(_WATCH, create.SerializeToString()):
+                resp = parse(message)
                 if resp.compact_revision:
                     raise TooOldRevisionError(start_revision, resp.compact_revision)
                 if resp.canceled:
                     raise StorageUnavailable(f"etcd watch canceled: {resp.cancel_reason}")
                 if not resp.events:
                     continue  # created confirmations and progress notifications
-                events = tuple(
-                    WatchEvent(
-                        "DELETE" if ev.type == rpc.Event.DELETE else "PUT",
-                        ev.kv.key,
-                        self._open(ev.kv.key, ev.kv.value)[0],
-                        self._open(ev.kv.key, ev.prev_kv.value)[0] if ev.HasField("prev_kv") else None,
-                        ev.kv.mod_revision,
-                        ev.kv.create_revision if ev.type != rpc.Event.DELETE
-                        else (ev.prev_kv.create_revision if ev.HasField("prev_kv") else 0),
-                    )
-                    for ev in resp.events
-                )
-                yield WatchBatch(events, resp.header.revision)
-        except grpc.aio.AioRpcError as err:
+                events = []
+                for ev in resp.events:
+                    kv = ev.kv
+                    prev = ev.prev_kv if ev.HasField("prev_kv") else None
+                    key, value = kv.key, kv.value
+                    prev_value = prev.value if prev is not None else None
+                    if opened is not None:
+                        value = opened(key, value)[0]
+                        prev_value = opened(key, prev_value)[0] if prev_value is not None else None
+                    if ev.type == _DELETE:
+                        events.append(WatchEvent("DELETE", key, value, prev_value, kv.mod_revision,
+                                                 prev.create_revision if prev is not None else 0))
+                    else:
+                        events.append(WatchEvent("PUT", key, value, prev_value, kv.mod_revision, kv.create_revision))
+                yield WatchBatch(tuple(events), resp.header.revision)
+            # The server ended the call with OK: for a watch that is the member going away.
+            raise StorageUnavailable("etcd watch: the stream ended")
+        except RpcError as err:
             await self._reset(client)
-            raise StorageUnavailable(f"etcd watch: {err.details()}") from err
-        except asyncio.CancelledError as err:
-            # Another call's failure closed this channel first: without this the CancelledError
-            # would end the watch cache's task and freeze the cache at its last revision.
-            if not _cancelled_by_channel():
-                raise
-            await self._reset(client)
-            raise StorageUnavailable("etcd watch: channel closed after a failure on it") from err
+            raise StorageUnavailable(f"etcd watch: {err.details}") from err
         finally:
-            stop.set()
-            call.cancel()
             self.open_watches[prefix] -= 1
             if not self.open_watches[prefix]:
                 del self.open_watches[prefix]
