@@ -55,9 +55,9 @@ def from_headers(headers: Iterable[tuple[bytes, bytes]]) -> UserInfo | None:
     groups: list[str] = []
     extra: dict[str, list[str]] = {}
     for raw_key, raw_value in headers:
-        key = raw_key.decode("latin-1").lower()
-        if not key.startswith("x-remote-"):
+        if raw_key[:9].lower() != b"x-remote-":  # most headers: skipped without decoding them
             continue
+        key = raw_key.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         if key == "x-remote-user":
             name = value

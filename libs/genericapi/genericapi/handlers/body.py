@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 
 from genericapi.apimachinery import decoding, k8sproto, plainjson
@@ -64,9 +65,16 @@ def decode_request_body(raw: bytes, ctype: str, detect_duplicates: bool, kind: s
     """``decoding.decode_body``, with orjson's parse kept when it is what the duplicate-tracking
     parse would give (no repeated key, no integer past int64: plainjson): the default
     ``fieldValidation=Warn`` asked for that slow parse on every create and update."""
-    if detect_duplicates and decoding.is_json(ctype):
-        obj, _ = decoding.decode_body(raw, ctype, detect_duplicates=False, kind=kind)
-        if not plainjson.needs_slow_parse(raw, obj):
+    if decoding.is_json(ctype):
+        # orjson's parse as it is, when it is an object and what the long way gives too; anything
+        # else (a syntax error, not an object, a repeated key, an integer past int64) takes the
+        # long way, which words its errors as kube does. The media type is read once here, not
+        # again at each step of ``decode_body``.
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and not (detect_duplicates and plainjson.needs_slow_parse(raw, obj)):
             return obj, []
     return decoding.decode_body(raw, ctype, detect_duplicates=detect_duplicates, kind=kind)
 

@@ -96,7 +96,28 @@ def negotiate(accept: str) -> Output:
 
 
 def output_for(accept: str, include_object: str) -> Output:
-    """The representation for a request: Accept header plus the ``includeObject`` parameter."""
+    """The representation for a request: Accept header plus the ``includeObject`` parameter.
+
+    Clients send a handful of distinct Accept headers (kubectl's, client-go's, the Python client's),
+    so the answer is remembered per (Accept, includeObject): parsing and ranking the media types
+    was ~10 us of every request. A request that is refused (406, a bad ``includeObject``) raises
+    every time and is not remembered; past ``_MEMO_SIZE`` entries nothing new is kept, so odd
+    headers cannot grow it."""
+    key = (accept, include_object)
+    out = _memo.get(key)
+    if out is None:
+        out = _output_for(accept, include_object)
+        if len(_memo) < _MEMO_SIZE:
+            _memo[key] = out
+    return out
+
+
+#: Distinct (Accept, includeObject) pairs remembered by ``output_for``.
+_MEMO_SIZE = 256
+_memo: dict[tuple[str, str], Output] = {}
+
+
+def _output_for(accept: str, include_object: str) -> Output:
     out = negotiate(accept)
     if out.mode == "table":
         return Output("table", include_object=tables.validate_include_object(include_object))

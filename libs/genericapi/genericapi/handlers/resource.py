@@ -6,8 +6,7 @@ response; errors are raised as ``APIError`` and encoded by the router in one pla
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextvars import Token
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,7 @@ from genericapi.apimachinery import deepjson, k8sproto
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.decoding import decode_body
 from genericapi.registry.admissionchain import RequestAdmission, options_object, request_admission
-from genericapi.registry.fieldvalidation import check_fields
+from genericapi.registry.fieldvalidation import check_fields, check_fields_clean
 from genericapi.registry.options import DeleteOptions, ListResult
 from genericapi.registry.store import Store
 
@@ -80,8 +79,10 @@ async def create(t: Target, request: Request) -> Response:
     out = _output(request)
     writer = writer_for(request, kind)
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
-    warnings = check_fields(t.store.strategy, obj, validation, duplicates)
+    warnings, clean = check_fields_clean(t.store.strategy, obj, validation, duplicates)
     with admission_scope(request, kind, dry) as scope:
+        if clean:
+            scope.schema_clean = obj
         created = await t.store.create(t.namespace, obj, dry_run=dry, writer=writer)
     resp = render_object(t.store, created, out, _pretty(request), status=201)
     _add_warnings(resp, warnings + scope.warnings)
@@ -244,27 +245,37 @@ async def _delete_body(request: Request) -> dict[str, Any] | None:
     return body
 
 
-@contextmanager
-def admission_scope(request: Request, kind: str, dry_run: bool,
-                    delete: DeleteOptions | None = None) -> Iterator[RequestAdmission]:
+class admission_scope:  # lower case: it replaced a @contextmanager function of this name
     """What admission learns of this request (its options as a ``meta.k8s.io/v1`` object) and
-    gives back (warnings), for the length of the write."""
-    params = request.query_params
-    if delete is not None:
-        preconditions = {k: v for k, v in (("uid", delete.precondition_uid),
-                                           ("resourceVersion", delete.precondition_rv)) if v is not None}
-        options = options_object(kind, dry_run, gracePeriodSeconds=delete.grace_period_seconds,
-                                 preconditions=preconditions, orphanDependents=delete.orphan_dependents,
-                                 propagationPolicy=delete.propagation_policy)
-    else:
-        options = options_object(kind, dry_run, fieldManager=params.get("fieldManager"),
-                                 fieldValidation=params.get("fieldValidation"))
-    scope = RequestAdmission(options)
-    token = request_admission.set(scope)
-    try:
-        yield scope
-    finally:
-        request_admission.reset(token)
+    gives back (warnings), for the length of the write: ``with admission_scope(...) as scope``.
+
+    A class rather than a ``@contextmanager`` generator: it is entered on every write, and the
+    generator machinery cost more than the rest of it."""
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, request: Request, kind: str, dry_run: bool, delete: DeleteOptions | None = None) -> None:
+        if delete is not None:
+            preconditions = {k: v for k, v in (("uid", delete.precondition_uid),
+                                               ("resourceVersion", delete.precondition_rv)) if v is not None}
+            options = options_object(kind, dry_run, gracePeriodSeconds=delete.grace_period_seconds,
+                                     preconditions=preconditions, orphanDependents=delete.orphan_dependents,
+                                     propagationPolicy=delete.propagation_policy)
+        else:
+            params = request.query_params
+            options = options_object(kind, dry_run, fieldManager=params.get("fieldManager"),
+                                     fieldValidation=params.get("fieldValidation"))
+        self._scope = RequestAdmission(options)
+        self._token: Token[RequestAdmission | None] | None = None
+
+    def __enter__(self) -> RequestAdmission:
+        self._token = request_admission.set(self._scope)
+        return self._scope
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._token is not None:
+            request_admission.reset(self._token)
+            self._token = None
 
 
 def _add_warnings(resp: Response, warnings: list[str]) -> None:

@@ -38,6 +38,9 @@ class RequestAdmission:
     warnings: list[str] = field(default_factory=list)
     #: Audit annotations plugins added (kept for an audit log to read).
     annotations: dict[str, str] = field(default_factory=dict)
+    #: The request body (this very dict) when its schema walk found nothing at all
+    #: (``fieldvalidation.check_fields_clean``): a create of it may skip walking it again.
+    schema_clean: dict[str, Any] | None = None
 
 
 request_admission: ContextVar[RequestAdmission | None] = ContextVar("request_admission", default=None)
@@ -111,6 +114,8 @@ class AdmissionChain:
 
 def _hand_back(attrs: Attributes) -> None:
     """Move what plugins added to the record into the request's (once: the record is reused)."""
+    if not (attrs.annotations or attrs.leveled_annotations or attrs.warnings):
+        return  # most writes: no plugin added anything
     auditannotations.add_all(attrs.annotations)  # for the gateway's audit event
     auditannotations.add_all_leveled(attrs.leveled_annotations)
     scope = request_admission.get()

@@ -189,6 +189,27 @@ class AdmissionSnapshot:
         self._tracker = tracker
         self._raw = raw
 
+    def same_but_metadata(self, obj: dict[str, Any], ignored: frozenset[str]) -> bool:
+        """Whether ``obj`` equals the object before admission but for the metadata fields named
+        in ``ignored`` (what the store sets on a create)."""
+        try:
+            before = deepjson.loads(self._raw)
+        except Exception:  # never fail a create over a shortcut
+            return False
+        if not isinstance(before, dict) or obj.keys() != before.keys():
+            return False
+        for key, value in obj.items():
+            if key == "metadata":
+                old = before[key]
+                if not isinstance(value, dict) or not isinstance(old, dict):
+                    return False
+                if {k: v for k, v in value.items() if k not in ignored} != \
+                        {k: v for k, v in old.items() if k not in ignored}:
+                    return False
+            elif before[key] != value:
+                return False
+        return True
+
     def added(self, obj: dict[str, Any]) -> Observed | None:
         """What the field manager observes of the create of ``obj`` (None: ``obj`` itself)."""
         try:

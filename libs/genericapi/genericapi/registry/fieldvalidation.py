@@ -18,6 +18,15 @@ from .strategy import Strategy
 
 def check_fields(strategy: Strategy, obj: dict[str, Any], mode: str, duplicates: list[str]) -> list[str]:
     """Apply the policy; returns warnings to send. Prunes unknown fields from ``obj``."""
+    return check_fields_clean(strategy, obj, mode, duplicates)[0]
+
+
+def check_fields_clean(strategy: Strategy, obj: dict[str, Any], mode: str,
+                       duplicates: list[str]) -> tuple[list[str], bool]:
+    """``check_fields``, and whether the schema walk of ``obj`` found nothing at all: no decode
+    problem, unknown field, value rewritten, required or enum error. A create then need not walk
+    the object again to validate it if nothing but server-set metadata changes in between
+    (``Store.create``, ``Strategy.validate_schema_clean``): the walk was ~35 us of a ConfigMap's."""
     info = strategy.info
     own = strategy.prune_unknown_fields(obj)
     if own is not None:
@@ -25,15 +34,17 @@ def check_fields(strategy: Strategy, obj: dict[str, Any], mode: str, duplicates:
         # its metadata still round-trips through ObjectMeta (kube's objectmeta.Coerce).
         unknown = own
         gowire.drop_empty_meta_collections(obj.get("metadata"))
+        clean = False  # the strategy's own schema: nothing of the catalog's walk to reuse
     else:
         schemas = strategy.schemas
         if schemas is None:
-            return []
+            return [], False
         result = validation.validate_object(obj, schemas, info.group, info.version, info.kind)
         if result.decode_error:
             raise apierrors.bad_request(validation.decode_error_message(info.kind, info.version,
                                                                         result.decode_error))
         unknown = result.unknown_fields
+        clean = not (unknown or result.canonical or result.errors)
         for path in unknown:
             prune_path(obj, path)
         result.apply_canonical()
@@ -41,11 +52,11 @@ def check_fields(strategy: Strategy, obj: dict[str, Any], mode: str, duplicates:
     if mode != "Ignore" and (duplicates or unknown):
         problems = validation.strict_field_messages(obj, duplicates, unknown)
     if not problems:
-        return []
+        return [], clean
     if mode == "Strict":
         raise apierrors.bad_request(validation.decode_error_message(
             info.kind, info.version, validation.strict_decoding_error(problems)))
-    return problems
+    return problems, clean
 
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
-import uuid
 from datetime import UTC, datetime
 
 #: Characters kube-apiserver uses for generateName suffixes (no vowels, no look-alikes).
@@ -27,7 +27,14 @@ def now_rfc3339() -> str:
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4, RFC 4122 variant) UUID as kube writes it: ``str(uuid.uuid4())``, made
+    from the 16 random bytes directly (uuid.UUID's constructor and ``__str__`` were ~5 us of every
+    create)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def generate_name(prefix: str) -> str:

@@ -26,7 +26,7 @@ from genericapi.storage import errors as serrors
 from genericapi.storage.cacher import CacheWatcher, WatchCache
 from genericapi.storage.etcd import EtcdClient, KeyValue, prefix_end
 
-from .admissionchain import AdmissionChain, attributes
+from .admissionchain import AdmissionChain, attributes, request_admission
 from .codec import JsonCodec
 from .fieldtracking import FieldTracker, Writer
 from .meta import generate_name, new_uid, now_rfc3339
@@ -51,6 +51,13 @@ AfterDeleteHook = Callable[[dict[str, Any]], Awaitable[None]]
 SubresourceCreate = Callable[[str, str, dict[str, Any], bool], Awaitable[tuple[int, dict[str, Any]]]]
 
 _GENERATE_NAME_ATTEMPTS = 8
+#: The metadata a create sets whatever the client sent (or the client sets and the schema walk can
+#: find nothing wrong in: a name is any string): what may differ between a request body whose
+#: schema walk found nothing and the object validated, for that walk's verdict to stand. None of
+#: them has a required field or an enum in ObjectMeta's or ManagedFieldsEntry's schema.
+SERVER_SET_METADATA = frozenset({"name", "namespace", "uid", "creationTimestamp", "generation", "managedFields",
+                                 "resourceVersion", "selfLink", "deletionTimestamp",
+                                 "deletionGracePeriodSeconds"})
 #: Unpinned updates (patches without a resourceVersion) retry on conflict like etcd3's
 #: GuaranteedUpdate; the bound only stops a pathological livelock.
 _CONFLICT_RETRIES = 200
@@ -288,6 +295,8 @@ class Store:
             # ErrResourceVersionSetOnCreate); anything else ("v1", "0", "-1") is cleared and ignored.
             raise apierrors.internal_error("resourceVersion should not be set on objects to be created")
         generated = not meta.get("name") and bool(meta.get("generateName"))
+        scope = request_admission.get()
+        body_clean = scope is not None and scope.schema_clean is obj  # its handler walked it: nothing found
         before_admission = self.fields.before_admission(obj, writer if self.admission else None)
         attrs = None
         if self.admission:
@@ -315,7 +324,11 @@ class Store:
             finish = await self.begin_create(obj, dry_run) if self.begin_create is not None else None
             written = False
             try:
-                errs = self.strategy.validate(obj)
+                if body_clean and before_admission is not None \
+                        and before_admission.same_but_metadata(obj, SERVER_SET_METADATA):
+                    errs = self.strategy.validate_schema_clean(obj)
+                else:
+                    errs = self.strategy.validate(obj)
                 if errs:
                     raise apierrors.invalid_object(self.info.group, self.info.kind, meta.get("name", ""), errs)
                 if attrs is not None:

@@ -231,6 +231,8 @@ def _without_managed_fields(obj: Any) -> Any:
 def manager_from_user_agent(user_agent: str) -> str:
     """``prefixFromUserAgent``: the part before the first ``/``, printable, at most 128 bytes."""
     head = user_agent.split("/", 1)[0]
+    if len(head) <= 128 and head.isascii() and head.isprintable():
+        return head  # the usual agent ("kubectl", "OpenAPI-Generator"): every character kept
     out: list[str] = []
     size = 0
     for ch in head:
