@@ -48,14 +48,18 @@ async def _ensure_absent_first(store: Store, namespace: str, obj: dict[str, obje
 
 
 async def bootstrap(stores: dict[tuple[str, str], Store], secure_port: int = 6443,
-                    cluster_ip: str = "", service_cidr: ServiceIPRange | None = None) -> None:
+                    cluster_ip: str = "", service_cidr: ServiceIPRange | None = None,
+                    namespaces_ready: asyncio.Event | None = None) -> None:
+    """The system namespaces (``namespaces_ready`` is set once they exist: hooks running at the same
+    time wait on it to write into them), the PriorityClasses, the ServiceCIDR and the kubernetes Service."""
     namespaces = stores[("", "namespaces")]
-    for name in SYSTEM_NAMESPACES:
-        await _ensure(namespaces, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    await asyncio.gather(*(_ensure(namespaces, "", {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": name}}) for name in SYSTEM_NAMESPACES))
+    if namespaces_ready is not None:
+        namespaces_ready.set()
     if PRIORITY_CLASSES in stores:
         # kube-apiserver's scheduling post-start hook: created when missing, never overwritten.
-        for pc in system_priority_class_objects():
-            await _ensure(stores[PRIORITY_CLASSES], "", pc)
+        await asyncio.gather(*(_ensure(stores[PRIORITY_CLASSES], "", pc) for pc in system_priority_class_objects()))
     cidr = service_cidr or ServiceIPRange.parse(DEFAULT_SERVICE_CIDR)
     if ("networking.k8s.io", "servicecidrs") in stores:
         await ensure_default_service_cidr(stores[("networking.k8s.io", "servicecidrs")], cidr)

@@ -32,6 +32,7 @@ from genericapi.registry.store import Store
 from genericapi.server.apiserver import GenericAPIServer
 
 from .defaults import groups as defaulting
+from .posthooks import HookGroup
 
 log = logging.getLogger(__name__)
 
@@ -241,8 +242,9 @@ class FlowControlBootstrap:
                 await task
 
 
-def install(server: GenericAPIServer) -> None:
-    """The post-start hook with its named readiness check; the follow-up passes stop first on shutdown."""
+def install(server: GenericAPIServer, group: HookGroup | None = None) -> None:
+    """The post-start hook with its named readiness check (in ``group``: run with the other bootstrap
+    hooks and retried until it succeeds); the follow-up passes stop first on shutdown."""
     # Taken now: --runtime-config may hide the group from routes later, the objects are still kept.
     stores = {st.info.plural: st for st in server.stores
               if st.info.group == bootstrap.GROUP and st.info.version == "v1"}
@@ -254,5 +256,8 @@ def install(server: GenericAPIServer) -> None:
     async def stop(_s: GenericAPIServer) -> None:
         await keeper.stop()
 
-    server.add_post_start_hook(run, HOOK_NAME)
+    if group is not None:
+        group.add(run, HOOK_NAME)
+    else:
+        server.add_post_start_hook(run, HOOK_NAME)
     server.pre_shutdown.append(stop)

@@ -56,6 +56,7 @@ from .controllers.manager import ControllerOptions
 from .controllers.manager import install as install_controllers
 from .csr import CSR_KEY
 from .csr import build_store as build_csr_store
+from .posthooks import HookGroup
 from .rbac_bootstrap import HOOK_NAME as RBAC_HOOK_NAME
 from .rbac_bootstrap import ensure_rbac_defaults
 from .rbac_escalation import RBACEscalation
@@ -163,9 +164,15 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     server.admission.validating.append(install_admission_policy(server, authorizer))
     install_webhooks(server, authorizer)  # MutatingAdmissionWebhook, ValidatingAdmissionWebhook: last
 
+    # kube runs its post-start hooks concurrently, each retried until it succeeds (posthooks): the
+    # system namespaces' and the kubernetes Service's, RBAC's defaults (the namespaced Roles once
+    # kube-system and kube-public exist) and APF's configuration wait for etcd together.
+    namespaces_ready = asyncio.Event()
+
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"
-                         or st.info.group == ""}, secure_port=secure_port, service_cidr=service_cidr)
+                         or st.info.group == ""}, secure_port=secure_port, service_cidr=service_cidr,
+                        namespaces_ready=namespaces_ready)
 
     # kube runs one post-start hook per task; bootstrap() does these four (the ServiceCIDR and the
     # PriorityClasses where their groups are served).
@@ -175,9 +182,10 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     hooks.append("bootstrap-controller")
     if ("networking.k8s.io", "servicecidrs") in server.by_resource:
         hooks.append("start-kubernetes-service-cidr-controller")
-    server.add_post_start_hook(run_bootstrap, *hooks)
-    install_rbac_bootstrap(server)  # after bootstrap: the namespaced Roles live in kube-system and kube-public
-    flowcontrol_bootstrap.install(server)  # APF's mandatory and suggested configuration
+    group = HookGroup(server)
+    group.add(run_bootstrap, *hooks)
+    install_rbac_bootstrap(server, group, namespaces_ready)
+    flowcontrol_bootstrap.install(server, group)  # APF's mandatory and suggested configuration
     kubernetes_endpoints.install(server, secure_port)  # after bootstrap: the Service's endpoints from the master leases
     if controllers is not None:
         install_controllers(server, controllers, authorizer)  # each call authorized, as its own identity
@@ -215,16 +223,22 @@ def hide_disabled(server: GenericAPIServer, enabled: set[catalog.GroupVersion]) 
     server.pre_shutdown.append(stop)
 
 
-def install_rbac_bootstrap(server: GenericAPIServer) -> None:
-    """kube's ``rbac/bootstrap-roles`` post-start hook, with its named check."""
+def install_rbac_bootstrap(server: GenericAPIServer, group: HookGroup | None = None,
+                           namespaces_ready: asyncio.Event | None = None) -> None:
+    """kube's ``rbac/bootstrap-roles`` post-start hook, with its named check: in ``group`` (run with
+    the other bootstrap hooks, retried until it succeeds; the namespaced defaults wait for
+    ``namespaces_ready``), else on its own."""
     # Taken now: runtime-config may hide the group from routes later, the defaults are still written.
     stores = {(st.info.group, st.info.plural): st for st in server.stores
               if st.info.group == RBAC_GROUP and st.info.version == "v1"}
 
     async def run(_s: GenericAPIServer) -> None:
-        await ensure_rbac_defaults(stores)
+        await ensure_rbac_defaults(stores, namespaces_ready.wait() if namespaces_ready is not None else None)
 
-    server.add_post_start_hook(run, RBAC_HOOK_NAME)
+    if group is not None:
+        group.add(run, RBAC_HOOK_NAME)
+    else:
+        server.add_post_start_hook(run, RBAC_HOOK_NAME)
 
 
 def install_repair(server: GenericAPIServer, repair: AllocationRepair) -> None:
