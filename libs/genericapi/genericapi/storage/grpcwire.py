@@ -103,18 +103,20 @@ def _grpc_timeout(millis: int) -> bytes:
 
 class _Stream:
     __slots__ = ("buf", "details", "done", "future", "header_block", "id", "messages", "pending", "send_window",
-                 "status", "timer", "unacked", "waiter")
+                 "sent", "status", "timer", "unacked", "waiter")
 
     def __init__(self, stream_id: int, send_window: int) -> None:
         self.id = stream_id
-        self.buf = b""
+        self.buf = bytearray()
         #: Complete response messages not yet taken, and who waits for the next (streams).
         self.messages: collections.deque[bytes] = collections.deque()
         self.waiter: asyncio.Future[None] | None = None
         #: Unary calls: the response.
         self.future: asyncio.Future[bytes] | None = None
-        #: Request bytes the flow-control windows did not take yet; END_STREAM after them (unary).
+        #: The request's bytes from ``sent`` on are not out yet (the flow-control windows did not take
+        #: them); END_STREAM after them for a unary call.
         self.pending = b""
+        self.sent = 0
         self.done = False
         self.send_window = send_window
         self.unacked = 0  # received bytes not yet given back with a WINDOW_UPDATE
@@ -371,14 +373,21 @@ class Connection(asyncio.Protocol):
     def _send_pending(self, stream: _Stream) -> None:
         """Send what the flow-control windows allow of the stream's request, END_STREAM after the
         last byte of a unary request."""
-        while stream.pending:
-            size = min(len(stream.pending), self._send_window, stream.send_window, self._max_frame)
+        pending, sent = stream.pending, stream.sent
+        total = len(pending)
+        while sent < total:
+            size = min(total - sent, self._send_window, stream.send_window, self._max_frame)
             if size <= 0:
-                return
-            chunk, stream.pending = stream.pending[:size], stream.pending[size:]
+                break
+            chunk = pending[sent:sent + size] if size < total else pending
+            sent += size
             self._send_window -= size
             stream.send_window -= size
-            self._write(_frame(_DATA, _END_STREAM if stream.done and not stream.pending else 0, stream.id, chunk))
+            self._write(_frame(_DATA, _END_STREAM if stream.done and sent == total else 0, stream.id, chunk))
+        if sent == total:
+            stream.pending, stream.sent = b"", 0
+        else:
+            stream.sent = sent
 
     # -- reading --------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
@@ -444,26 +453,34 @@ class Connection(asyncio.Protocol):
             self._write(_frame(_WINDOW_UPDATE, 0, stream_id, _U32.pack(stream.unacked)))
             stream.unacked = 0
         if payload:
-            buf = stream.buf + payload if stream.buf else payload
-            got = False
-            while len(buf) >= 5:
-                compressed, size = _MSG.unpack_from(buf)
+            # A message larger than a frame gathers in a bytearray (linear, however many frames);
+            # frames holding whole messages, the usual case, are sliced as they came.
+            if stream.buf:
+                stream.buf += payload
+                buf: bytes | bytearray = stream.buf
+            else:
+                buf = payload
+            pos, size = 0, len(buf)
+            while size - pos >= 5:
+                compressed, length = _MSG.unpack_from(buf, pos)
                 if compressed:
                     self._cancel(stream)
                     self._finish(stream, StatusCode.INTERNAL, "compressed message, but no compression was asked for")
                     return
-                if size > self._max_message:
+                if length > self._max_message:
                     self._cancel(stream)
                     self._finish(stream, StatusCode.RESOURCE_EXHAUSTED,
-                                 f"received message larger than max ({size} vs. {self._max_message})")
+                                 f"received message larger than max ({length} vs. {self._max_message})")
                     return
-                if len(buf) < 5 + size:
+                if size - pos - 5 < length:
                     break
-                stream.messages.append(buf[5:5 + size])
-                buf = buf[5 + size:]
-                got = True
-            stream.buf = buf
-            if got and stream.waiter is not None and not stream.waiter.done():
+                stream.messages.append(bytes(buf[pos + 5:pos + 5 + length]))
+                pos += 5 + length
+            if pos == size:
+                stream.buf = bytearray()
+            elif pos or buf is payload:
+                stream.buf = bytearray(buf[pos:])
+            if pos and stream.waiter is not None and not stream.waiter.done():
                 stream.waiter.set_result(None)
         if flags & _END_STREAM:
             self._finish(stream, StatusCode.INTERNAL, "server closed the stream without sending trailers")
