@@ -1,11 +1,15 @@
-"""The gateway's handler chain: kube's ``DefaultBuildHandlerChain``, one ASGI filter per concern.
+"""The gateway's handler chain: kube's ``DefaultBuildHandlerChain``, its steps and their ASGI forms.
 
 kube-apiserver wraps its mux in filters, outermost first: request info, tracing and latency,
 authentication, audit, impersonation, priority and fairness, authorization. The gateway keeps
-that order, each concern one small class, so that every filter (and every one added later:
-audit, flow control, tracing) reads the one ``RequestInfo`` and the one user parsed here instead
-of re-deriving them. Every request goes through the chain, the shell's paths (health, version,
-metrics, OpenAPI) included, as kube authenticates before every handler.
+that order, each concern one step here (``parse_info``, ``authenticate``, ``impersonate``,
+``authorize``, the in-flight watermark) or in its own module (audit, flow control, tracing), so that
+every step reads the one ``RequestInfo`` and the one user parsed here instead of re-deriving them.
+The gateway runs the steps in one pass over one request (gatewaychain.py, ``build_handler_chain``);
+each also has an ASGI form (``WithAuthentication``, ...) for apps that wrap one filter, and
+``build_nested_chain`` nests them all as the reference the one pass is tested against. Every
+request goes through the chain, the shell's paths (health, version, metrics, OpenAPI) included, as
+kube authenticates before every handler.
 
 Per-request facts live in the ASGI scope under ``kubechain.*`` keys; read them with
 ``request_info_of`` and ``user_of``.
@@ -30,6 +34,7 @@ from .auth import Authenticator
 
 if TYPE_CHECKING:
     from .audit.filter import Auditor
+    from .flowcontrol.filter import Seat
 
 #: Paths every authenticated client (system:anonymous too) may read without an authorization check:
 #: exactly the URLs of kube's system:public-info-viewer, which its bootstrap policy binds to
@@ -68,28 +73,75 @@ async def send_status(send: Send, err: apierrors.APIError) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+def parse_info(scope: Scope) -> RequestInfo | None:
+    """kube's WithRequestInfo: the path and query read once, at the first hop (None: a path kube
+    cannot interpret), kept in the scope for everything after."""
+    try:
+        info: RequestInfo | None = parse_request_info(scope["method"], scope["path"],
+                                                     scope.get("query_string", b"").decode("latin-1"))
+    except RequestInfoError:
+        info = None
+    scope[REQUEST_INFO] = info
+    return info
+
+
+def authenticate(authenticator: Authenticator, scope: Scope) -> UserInfo | None:
+    """kube's WithAuthentication: the user (kept in the scope) with kube's authentication metrics, or
+    None: answer 401 (see ``WithAuthentication``)."""
+    started = time.perf_counter()
+    user = authenticator.authenticate(scope)
+    if user is None:
+        metrics.record_authentication("failure", time.perf_counter() - started)
+        return None
+    metrics.record_authentication("success", time.perf_counter() - started, user.name)
+    scope[USER] = user
+    return user
+
+
+async def impersonate(scope: Scope, user: UserInfo, authorizer: Authorizer | None) -> UserInfo:
+    """kube's WithImpersonation (impersonation.py): the user to serve the request as, kept in the
+    scope; APIError (403, 400) when not allowed."""
+    asked = impersonation.requested(scope["headers"])
+    if asked:
+        user = scope[USER] = await impersonation.impersonate(user, asked, authorizer)
+    return user
+
+
+async def authorize(authorizer: Authorizer, scope: Scope, info: RequestInfo | None,
+                    user: UserInfo) -> apierrors.APIError | None:
+    """kube's WithAuthorization: None when allowed, else the 403 to answer (in kube's words); the
+    decision is in the audit event and kube's authorization metrics. The public paths are never asked."""
+    if is_public(scope["path"]):
+        return None
+    attributes = authorization_attributes(scope, info, user)
+    started = time.perf_counter()
+    decision, reason = await authorizer.authorize(attributes)
+    audit_context.add_authorization(scope, decision is Decision.ALLOW, reason)
+    metrics.record_authorization(_DECISIONS[decision], time.perf_counter() - started)
+    if decision is not Decision.ALLOW:
+        return forbidden(attributes, reason)
+    return None
+
+
 class WithRequestInfo:
-    """kube's WithRequestInfo: parse the path and query once, at the first hop."""
+    """kube's WithRequestInfo as ASGI (``parse_info``)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            try:
-                scope[REQUEST_INFO] = parse_request_info(scope["method"], scope["path"],
-                                                         scope.get("query_string", b"").decode("latin-1"))
-            except RequestInfoError:
-                scope[REQUEST_INFO] = None
+            parse_info(scope)
         await self.app(scope, receive, send)
 
 
 class WithAuthentication:
-    """kube's WithAuthentication: a request the authenticator gives no user is a 401 on every
-    path. That is a credential that does not authenticate (a bad bearer token on ``/version``
-    too), and with ``--anonymous-auth=false`` a request without credentials, health and version
-    included (kube has no exception for them: its probes then need credentials). With anonymous
-    authentication (the default) such a request is ``system:anonymous``, left to the authorizer."""
+    """kube's WithAuthentication as ASGI (``authenticate``): a request the authenticator gives no
+    user is a 401 on every path. That is a credential that does not authenticate (a bad bearer
+    token on ``/version`` too), and with ``--anonymous-auth=false`` a request without credentials,
+    health and version included (kube has no exception for them: its probes then need credentials).
+    With anonymous authentication (the default) such a request is ``system:anonymous``, left to the
+    authorizer."""
 
     def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
         self.app = app
@@ -99,19 +151,14 @@ class WithAuthentication:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        user = self.authenticator.authenticate(scope)
-        if user is None:
-            metrics.record_authentication("failure", time.perf_counter() - started)
+        if authenticate(self.authenticator, scope) is None:
             await send_status(send, apierrors.unauthorized())
             return
-        metrics.record_authentication("success", time.perf_counter() - started, user.name)
-        scope[USER] = user
         await self.app(scope, receive, send)
 
 
 class WithImpersonation:
-    """kube's WithImpersonation (impersonation.py): the user becomes the impersonated one."""
+    """kube's WithImpersonation as ASGI (``impersonate``)."""
 
     def __init__(self, app: ASGIApp, authorizer: Authorizer | None) -> None:
         self.app = app
@@ -119,33 +166,26 @@ class WithImpersonation:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            asked = impersonation.requested(scope["headers"])
-            if asked:
-                try:
-                    scope[USER] = await impersonation.impersonate(scope[USER], asked, self.authorizer)
-                except apierrors.APIError as err:
-                    await send_status(send, err)
-                    return
+            try:
+                await impersonate(scope, scope[USER], self.authorizer)
+            except apierrors.APIError as err:
+                await send_status(send, err)
+                return
         await self.app(scope, receive, send)
 
 
 class WithAuthorization:
-    """kube's WithAuthorization: the authorizer decides from the RequestInfo (403 in kube's
-    words); the public paths are never asked about."""
+    """kube's WithAuthorization as ASGI (``authorize``)."""
 
     def __init__(self, app: ASGIApp, authorizer: Authorizer) -> None:
         self.app = app
         self.authorizer = authorizer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not is_public(scope["path"]):
-            attributes = authorization_attributes(scope, request_info_of(scope), scope[USER])
-            started = time.perf_counter()
-            decision, reason = await self.authorizer.authorize(attributes)
-            audit_context.add_authorization(scope, decision is Decision.ALLOW, reason)
-            metrics.record_authorization(_DECISIONS[decision], time.perf_counter() - started)
-            if decision is not Decision.ALLOW:
-                await send_status(send, forbidden(attributes, reason))
+        if scope["type"] == "http":
+            refused = await authorize(self.authorizer, scope, request_info_of(scope), scope[USER])
+            if refused is not None:
+                await send_status(send, refused)
                 return
         await self.app(scope, receive, send)
 
@@ -165,7 +205,7 @@ class WithInflightWatermark:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         info = request_info_of(scope) if scope["type"] == "http" else None
-        if scope["type"] != "http" or (info is not None and _long_running(info)):
+        if scope["type"] != "http" or (info is not None and long_running(info)):
             await self.app(scope, receive, send)
             return
         kind = self.watermark.kind(info, scope["method"])
@@ -181,9 +221,11 @@ _LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
 _LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
 
 
-def _long_running(info: RequestInfo) -> bool:
+def long_running(info: RequestInfo) -> bool:
+    """kube's BasicLongRunningRequestCheck (not counted in flight)."""
     return info.verb in _LONG_RUNNING_VERBS or (info.is_resource_request
                                                 and info.subresource in _LONG_RUNNING_SUBRESOURCES)
+
 
 
 def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserInfo) -> Attributes:
@@ -197,19 +239,38 @@ def authorization_attributes(scope: Scope, info: RequestInfo | None, user: UserI
                       name=info.name, path=scope["path"])
 
 
+class FlowFilter(Protocol):
+    """APF's filter (flowcontrol/filter.py): as ASGI, and its one step for the one-pass chain."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    async def admit(self, scope: Scope, info: RequestInfo | None, user: UserInfo, send: Send) -> Seat | None: ...
+
+
 class FlowControl(Protocol):
     """API Priority and Fairness (flowcontrol/wiring.py): its filter and its debug dumps at the mux."""
 
     def around_mux(self, mux: ASGIApp) -> ASGIApp: ...
 
-    def filter(self, handler: ASGIApp) -> ASGIApp: ...
+    def filter(self, handler: ASGIApp) -> FlowFilter: ...
 
 
 def build_handler_chain(mux: ASGIApp, authenticator: Authenticator, authorizer: Authorizer | None,
                         flow_control: FlowControl | None = None, tracing: Tracing | None = None,
-                        auditor: Auditor | None = None) -> ASGIApp:
-    """The chain around ``mux``, built innermost first as kube builds it (None: AlwaysAllow, no
-    authorization filter at all on the hot path; no flow control: APF off)."""
+                        auditor: Auditor | None = None, api: ASGIApp | None = None) -> ASGIApp:
+    """The gateway's chain around ``mux``: one pass over one request (gatewaychain.py) in kube's order
+    (None: AlwaysAllow, no authorization step at all; no flow control: APF off; no tracing: no span).
+    ``api``: what the mux hands resource paths to, called straight for them."""
+    from .gatewaychain import OnePassChain  # here: it imports this module
+
+    return OnePassChain(mux, authenticator, authorizer, flow_control, tracing, auditor, api)
+
+
+def build_nested_chain(mux: ASGIApp, authenticator: Authenticator, authorizer: Authorizer | None,
+                       flow_control: FlowControl | None = None, tracing: Tracing | None = None,
+                       auditor: Auditor | None = None) -> ASGIApp:
+    """The same chain as nested ASGI filters, innermost first as kube builds it: the one-pass chain's
+    reference (tests compare the two answer for answer)."""
     from .audit.filter import WithAudit, WithAuditInit  # here: audit.filter imports this module
 
     handler: ASGIApp = mux

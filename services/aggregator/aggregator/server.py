@@ -551,9 +551,11 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     shell = build_app("aggregator", gateway, health, on_start=start, on_stop=stop)
     mux = GatewayMetrics(Dispatcher(shell, gateway), lambda: [u for m in config.members for u in m],
                          gateway.proxy.fetch)
+    # Resource paths go from the chain straight to the gateway: the shell's dispatch and the
+    # metrics of discovery and health (GatewayMetrics) never apply to them.
     app = filters.build_handler_chain(mux, gateway.authenticator, gateway.authorizer, flow_control,
                                       tracing=tracing,
-                                      auditor=audit.auditor if audit is not None else None)
+                                      auditor=audit.auditor if audit is not None else None, api=gateway)
     cert, key = paths.pair("apiserver")
     ssl_options = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": paths.ca,
                    "ssl_cert_reqs": ssl.CERT_OPTIONAL}

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -131,10 +131,9 @@ class ServerSpans:
         self.trust = trust
         self.request_info = request_info or _parse_info
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def begin(self, scope: Scope, info: RequestInfo | None) -> tuple[Span, object]:
+        """Start the request's span and make it current: the span and the token ``end`` takes. The
+        caller's trace headers stop here (each hop sends its own span on: inject_headers)."""
         remote = _PROPAGATOR.extract(scope, getter=_GETTER)
         remote_span = trace.get_current_span(remote).get_span_context()
         links: list[Link] = []
@@ -144,12 +143,29 @@ class ServerSpans:
                 parent = remote
             else:
                 links.append(Link(remote_span))
-        # The caller's trace headers stop here: each hop sends its own span on (inject_headers).
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k not in TRACE_HEADERS]
-        span = self.tracer.start_span(span_name(scope, self.request_info(scope)), context=parent or
-                                      otel_context.Context(), kind=SpanKind.SERVER, links=links,
-                                      attributes=_request_attributes(scope))
-        token = otel_context.attach(trace.set_span_in_context(span))
+        span = self.tracer.start_span(span_name(scope, info), context=parent or otel_context.Context(),
+                                      kind=SpanKind.SERVER, links=links, attributes=_request_attributes(scope))
+        return span, otel_context.attach(trace.set_span_in_context(span))
+
+    @staticmethod
+    def end(span: Span, token: object, status: int, err: BaseException | None = None) -> None:
+        """End the span with the response's status (0: none was sent) or what the handler raised."""
+        if err is not None:
+            span.record_exception(err)
+            span.set_status(Status(StatusCode.ERROR, type(err).__name__))
+        if status:
+            span.set_attribute("http.status_code", status)
+            if status >= 500:
+                span.set_status(Status(StatusCode.ERROR))
+        otel_context.detach(token)  # type: ignore[arg-type]
+        span.end()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        span, token = self.begin(scope, self.request_info(scope))
         status = 0
 
         async def traced_send(message: Message) -> None:
@@ -161,16 +177,9 @@ class ServerSpans:
         try:
             await self.app(scope, receive, traced_send)
         except BaseException as err:
-            span.record_exception(err)
-            span.set_status(Status(StatusCode.ERROR, type(err).__name__))
+            self.end(span, token, status, err)
             raise
-        finally:
-            if status:
-                span.set_attribute("http.status_code", status)
-                if status >= 500:
-                    span.set_status(Status(StatusCode.ERROR))
-            otel_context.detach(token)
-            span.end()
+        self.end(span, token, status)
 
 
 def _parse_info(scope: Scope) -> RequestInfo | None:

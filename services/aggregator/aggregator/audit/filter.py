@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -61,9 +62,29 @@ _STATUS_VERBS = frozenset({"delete", "deletecollection"})
 DECISION_CACHE_SIZE = 4096
 
 
+#: Random bytes read ahead for Audit-IDs: one ``getrandom`` call per 256 requests instead of one each.
+_RANDOM_AHEAD = 16 * 256
+_pool = b""
+_at = 0
+
+
+def _forget_pool() -> None:
+    """A forked child must not hand out its parent's read-ahead bytes again."""
+    global _pool, _at
+    _pool, _at = b"", 0
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def new_audit_id() -> str:
-    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` but without the UUID object."""
-    b = bytearray(os.urandom(16))
+    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` but without the UUID object
+    (and without a read of the system's random source each: the bytes are read ahead in blocks)."""
+    global _pool, _at
+    if _at >= len(_pool):
+        _pool, _at = os.urandom(_RANDOM_AHEAD), 0
+    b = bytearray(_pool[_at:_at + 16])
+    _at += 16
     b[6] = (b[6] & 0x0F) | 0x40
     b[8] = (b[8] & 0x3F) | 0x80
     h = b.hex()
@@ -129,45 +150,49 @@ class Auditor:
             self.sink.process(event.final(stage) if final else event.snapshot(stage))
 
 
-class WithAuditInit:
-    """Audit-ID on every request and response; failed authentication audited (see the module doc)."""
-
-    def __init__(self, app: ASGIApp, auditor: Auditor | None) -> None:
-        self.app = app
-        self.auditor = auditor
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        audit_id = ""
-        strip = False
-        for k, v in scope["headers"]:
-            if k == AUDIT_ID_HEADER and not audit_id:
-                audit_id = v.decode("latin-1")
-            elif k == _ANNOTATIONS:
-                strip = True
-        if strip:  # only backends may say what admission annotated
-            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != _ANNOTATIONS]
-        audit_id = audit_id or new_audit_id()
-        scope[context.AUDIT_ID] = audit_id
-        scope[context.RECEIVED] = time.time()
-        id_header = (AUDIT_ID_HEADER, audit_id.encode("latin-1"))
-        auditor = self.auditor
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [h for h in message.get("headers", ()) if h[0].lower() not in (AUDIT_ID_HEADER, _ANNOTATIONS)]
-                headers.append(id_header)
-                message = {**message, "headers": headers}
-                if auditor is not None and message["status"] == 401 and filters.USER not in scope:
-                    _failed_authentication(auditor, scope)
-            await send(message)
-
-        await self.app(scope, receive, send_with_id)
+def init_request(scope: Scope) -> tuple[bytes, bytes]:
+    """kube's WithAuditInit on the request: its Audit-ID (the client's, else a new one) and receive
+    time in the scope, a client's annotations header removed; the ``Audit-ID`` response header."""
+    audit_id = ""
+    strip = False
+    for k, v in scope["headers"]:
+        if k == AUDIT_ID_HEADER and not audit_id:
+            audit_id = v.decode("latin-1")
+        elif k == _ANNOTATIONS:
+            strip = True
+    if strip:  # only backends may say what admission annotated
+        scope["headers"] = [(k, v) for k, v in scope["headers"] if k != _ANNOTATIONS]
+    audit_id = audit_id or new_audit_id()
+    scope[context.AUDIT_ID] = audit_id
+    scope[context.RECEIVED] = time.time()
+    return (AUDIT_ID_HEADER, audit_id.encode("latin-1"))
 
 
-def _failed_authentication(auditor: Auditor, scope: Scope) -> None:
+def response_headers(headers: Iterable[tuple[bytes, bytes]], recording: Recording | None,
+                     extra: Sequence[tuple[bytes, bytes]], id_header: tuple[bytes, bytes]) -> tuple[
+                         list[tuple[bytes, bytes]], bytes]:
+    """A response head's headers in one pass: the backends' annotations into ``recording``'s event
+    (never to the client), any ``Audit-ID`` replaced by the request's, ``extra`` (flow control's)
+    before it; and the first content type (b"": none)."""
+    out: list[tuple[bytes, bytes]] = []
+    ctype = b""
+    for k, v in headers:
+        name = k.lower()
+        if name == _ANNOTATIONS:
+            if recording is not None:
+                _take_annotation(v, recording.event)
+            continue
+        if name == AUDIT_ID_HEADER:
+            continue
+        if name == b"content-type" and not ctype:
+            ctype = v
+        out.append((k, v))
+    out.extend(extra)
+    out.append(id_header)
+    return out, ctype
+
+
+def failed_authentication(auditor: Auditor, scope: Scope) -> None:
     """kube's withFailedRequestAudit: the event of a request authentication refused."""
     level, omit, omit_managed = auditor.evaluate(scope, None)
     if level == NONE:
@@ -175,6 +200,7 @@ def _failed_authentication(auditor: Auditor, scope: Scope) -> None:
     event = auditor.new_event(scope, level, None, omit_managed)
     event.response_status = {"message": auth_methods(scope), "code": 401}
     auditor.process(event, RESPONSE_STARTED, omit, final=True)
+
 
 
 def auth_methods(scope: Scope) -> str:
@@ -196,8 +222,128 @@ def auth_methods(scope: Scope) -> str:
     return "Authentication failed, no credentials provided"
 
 
+class Recording:
+    """kube's WithAudit for one request whose level is not None: its one event, stage by stage
+    (RequestReceived at once; ResponseStarted for long-running requests when the head is sent;
+    ResponseComplete or Panic at the end), the bodies the level keeps. Driven by the gateway's
+    one-pass chain (gatewaychain.py) and by ``WithAudit``."""
+
+    __slots__ = ("auditor", "capture", "event", "keep_request", "keep_response", "omit", "request_chunks",
+                 "request_size", "response_chunks", "response_size", "scope", "streaming", "user")
+
+    def __init__(self, auditor: Auditor, scope: Scope, user: Any, level: str, omit: frozenset[str],
+                 omit_managed: bool) -> None:
+        self.auditor = auditor
+        self.scope = scope
+        self.user = user
+        self.omit = omit
+        event = self.event = auditor.new_event(scope, level, user, omit_managed)
+        scope[context.EVENT] = event
+        if auditor.always_allow:
+            context.add_authorization(scope, True, "")
+        auditor.process(event, REQUEST_RECEIVED, omit)
+        info = filters.request_info_of(scope)
+        streaming = self.streaming = info is not None and long_running(info.verb, info.subresource)
+        rank = LEVEL_RANK[level]
+        self.keep_request = not streaming and (rank >= LEVEL_RANK[REQUEST] or event.verb in _OBJECT_VERBS)
+        self.keep_response = not streaming and rank >= LEVEL_RANK[REQUEST_RESPONSE]
+        self.request_chunks: list[bytes] = []
+        self.response_chunks: list[bytes] = []
+        self.request_size = 0
+        self.response_size = 0
+        #: The response body is kept (decided when its status is known).
+        self.capture = False
+
+    def received(self, message: Message) -> None:
+        """A request message on its way to the handler (only when ``keep_request``)."""
+        if message["type"] == "http.request" and self.request_size <= MAX_LOGGED_BODY:
+            chunk = message.get("body", b"")
+            if chunk:
+                self.request_chunks.append(chunk)
+                self.request_size += len(chunk)
+
+    def started(self, status: int, content_type: bytes) -> None:
+        """The response head (its annotations already taken: ``response_headers``)."""
+        event = self.event
+        event.response_status = {"code": status}
+        event.response_type = content_type.decode("latin-1")
+        current = self.scope[filters.USER]
+        if current is not self.user:
+            event.impersonated_user = current
+        self.capture = capture = not self.streaming and (self.keep_response or status >= 300
+                                                         or event.verb in _STATUS_VERBS)
+        event.status_from_body = capture and (status >= 300 or event.verb in _STATUS_VERBS)
+        if self.streaming:
+            self.auditor.process(event, RESPONSE_STARTED, self.omit)
+
+    def body(self, message: Message) -> None:
+        """A response body piece (only while ``capture``)."""
+        if self.response_size <= MAX_LOGGED_BODY:
+            chunk = message.get("body", b"")
+            if chunk:
+                self.response_chunks.append(chunk)
+                self.response_size += len(chunk)
+
+    def complete(self) -> None:
+        """The request ended (answered, or the client went away): ResponseComplete."""
+        event = self.event
+        if event.response_status is None:  # nothing was sent: kube fakes a success
+            event.response_status = {"code": 200, "status": "Success", "message": "Connection closed early"}
+            if self.streaming:
+                self.auditor.process(event, RESPONSE_STARTED, self.omit)
+        if self.keep_request and self.request_chunks and self.request_size <= MAX_LOGGED_BODY:
+            event.request_body = b"".join(self.request_chunks)
+            event.request_type = next((v.decode("latin-1") for k, v in self.scope["headers"]
+                                       if k == b"content-type"), "")
+            event.complete_ref = event.verb in _OBJECT_VERBS
+        if self.response_chunks and self.response_size <= MAX_LOGGED_BODY and (self.keep_response
+                                                                              or event.status_from_body):
+            event.response_body = b"".join(self.response_chunks)
+        self.auditor.process(event, RESPONSE_COMPLETE, self.omit, final=True)
+
+    def panic(self, err: BaseException) -> None:
+        """The handler raised: kube's Panic stage with its Status."""
+        self.event.response_status = {"code": 500, "status": "Failure", "reason": "InternalError",
+                                      "message": f"APIServer panic'd: {err}"}
+        self.auditor.process(self.event, PANIC, self.omit, final=True)
+
+
+def begin(auditor: Auditor, scope: Scope, user: Any) -> Recording | None:
+    """The request's recording, or None when the policy's level for it is None."""
+    level, omit, omit_managed = auditor.evaluate(scope, user)
+    if level == NONE:
+        return None
+    return Recording(auditor, scope, user, level, omit, omit_managed)
+
+
+class WithAuditInit:
+    """Audit-ID on every request and response; failed authentication audited (see the module doc).
+    The gateway runs these steps in its one-pass chain; this ASGI form wraps any app with them."""
+
+    def __init__(self, app: ASGIApp, auditor: Auditor | None) -> None:
+        self.app = app
+        self.auditor = auditor
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        id_header = init_request(scope)
+        auditor = self.auditor
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers, _ = response_headers(message.get("headers", ()), None, (), id_header)
+                message = {**message, "headers": headers}
+                if auditor is not None and message["status"] == 401 and filters.USER not in scope:
+                    failed_authentication(auditor, scope)
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
 class WithAudit:
-    """kube's WithAudit: the request's one event, stage by stage (see the module doc)."""
+    """kube's WithAudit: the request's one event, stage by stage (see the module doc and ``Recording``)."""
 
     def __init__(self, app: ASGIApp, auditor: Auditor) -> None:
         self.app = app
@@ -207,104 +353,57 @@ class WithAudit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        auditor = self.auditor
-        user = scope[filters.USER]
-        level, omit, omit_managed = auditor.evaluate(scope, user)
-        if level == NONE:
+        recording = begin(self.auditor, scope, scope[filters.USER])
+        if recording is None:
             await self.app(scope, receive, send)
             return
-        event = auditor.new_event(scope, level, user, omit_managed)
-        scope[context.EVENT] = event
-        if auditor.always_allow:
-            context.add_authorization(scope, True, "")
-        auditor.process(event, REQUEST_RECEIVED, omit)
-        info = filters.request_info_of(scope)
-        streaming = info is not None and long_running(info.verb, info.subresource)
-        rank = LEVEL_RANK[level]
-        keep_request = not streaming and (rank >= LEVEL_RANK[REQUEST] or event.verb in _OBJECT_VERBS)
-        keep_response = not streaming and rank >= LEVEL_RANK[REQUEST_RESPONSE]
-        request_chunks: list[bytes] = []
-        response_chunks: list[bytes] = []
-        sizes = [0, 0]
-        capture = [False]  # the response body is kept (decided when its status is known)
 
         async def audit_receive() -> Message:
             message = await receive()
-            if message["type"] == "http.request" and sizes[0] <= MAX_LOGGED_BODY:
-                chunk = message.get("body", b"")
-                if chunk:
-                    request_chunks.append(chunk)
-                    sizes[0] += len(chunk)
+            recording.received(message)
             return message
 
         async def audit_send(message: Message) -> None:
-            kind = message["type"]
-            if kind == "http.response.start":
-                status = message["status"]
+            if message["type"] == "http.response.start":
                 headers = message.get("headers", ())
                 if any(k.lower() == _ANNOTATIONS for k, _ in headers):
-                    headers = _take_annotations(headers, event)
+                    kept = []
+                    for k, v in headers:
+                        if k.lower() == _ANNOTATIONS:
+                            _take_annotation(v, recording.event)
+                        else:
+                            kept.append((k, v))
+                    headers = kept
                     message = {**message, "headers": headers}
-                event.response_status = {"code": status}
-                event.response_type = next((v.decode("latin-1") for k, v in headers if k.lower() == b"content-type"),
-                                           "")
-                if scope[filters.USER] is not user:
-                    event.impersonated_user = scope[filters.USER]
-                capture[0] = not streaming and (keep_response or status >= 300 or event.verb in _STATUS_VERBS)
-                event.status_from_body = capture[0] and (status >= 300 or event.verb in _STATUS_VERBS)
-                if streaming:
-                    auditor.process(event, RESPONSE_STARTED, omit)
-            elif kind == "http.response.body" and capture[0] and sizes[1] <= MAX_LOGGED_BODY:
-                chunk = message.get("body", b"")
-                if chunk:
-                    response_chunks.append(chunk)
-                    sizes[1] += len(chunk)
+                ctype = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                recording.started(message["status"], ctype)
+            elif message["type"] == "http.response.body" and recording.capture:
+                recording.body(message)
             await send(message)
 
-        def complete() -> None:
-            if event.response_status is None:  # nothing was sent: kube fakes a success
-                event.response_status = {"code": 200, "status": "Success", "message": "Connection closed early"}
-                if streaming:
-                    auditor.process(event, RESPONSE_STARTED, omit)
-            if keep_request and request_chunks and sizes[0] <= MAX_LOGGED_BODY:
-                event.request_body = b"".join(request_chunks)
-                event.request_type = next((v.decode("latin-1") for k, v in scope["headers"]
-                                           if k == b"content-type"), "")
-                event.complete_ref = event.verb in _OBJECT_VERBS
-            if response_chunks and sizes[1] <= MAX_LOGGED_BODY and (keep_response or event.status_from_body):
-                event.response_body = b"".join(response_chunks)
-            auditor.process(event, RESPONSE_COMPLETE, omit, final=True)
-
         try:
-            await self.app(scope, audit_receive if keep_request else receive, audit_send)
+            await self.app(scope, audit_receive if recording.keep_request else receive, audit_send)
         except Exception as err:
-            event.response_status = {"code": 500, "status": "Failure", "reason": "InternalError",
-                                     "message": f"APIServer panic'd: {err}"}
-            auditor.process(event, PANIC, omit, final=True)
+            recording.panic(err)
             raise
         except BaseException:  # cancelled (the client went away): the request still completed
-            complete()
+            recording.complete()
             raise
-        complete()
+        recording.complete()
 
 
-def _take_annotations(headers: Any, event: Event) -> list[tuple[bytes, bytes]]:
-    """The backends' admission annotations into the event; the header itself goes no further."""
-    kept = []
-    for k, v in headers:
-        if k.lower() != _ANNOTATIONS:
-            kept.append((k, v))
-            continue
-        try:
-            found = orjson.loads(v)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(found, dict):
-            for key, value in found.items():
-                if isinstance(key, str) and isinstance(value, str):
-                    event.annotations.setdefault(key, value)
-                elif (isinstance(key, str) and isinstance(value, list) and len(value) == 2
-                      and value[0] in LEVEL_RANK and isinstance(value[1], str)
-                      and LEVEL_RANK[event.level] >= LEVEL_RANK[value[0]]):
-                    event.annotations.setdefault(key, value[1])  # kube's getAnnotations(ae.Level)
-    return kept
+def _take_annotation(value: bytes, event: Event) -> None:
+    """One ``X-Kubechain-Audit-Annotations`` value of a backend into the event (kube's
+    getAnnotations(ae.Level): a level-bound annotation only when the event's level reaches it)."""
+    try:
+        found = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return
+    if isinstance(found, dict):
+        for key, item in found.items():
+            if isinstance(key, str) and isinstance(item, str):
+                event.annotations.setdefault(key, item)
+            elif (isinstance(key, str) and isinstance(item, list) and len(item) == 2
+                  and item[0] in LEVEL_RANK and isinstance(item[1], str)
+                  and LEVEL_RANK[event.level] >= LEVEL_RANK[item[0]]):
+                event.annotations.setdefault(key, item[1])

@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable
 
 from genericapi.apimachinery.requestinfo import RequestInfo
+from genericapi.apimachinery.user import UserInfo
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import filters
 from . import metrics
 from .controller import Classification, Controller
-from .queueset import Rejected, Request
+from .queueset import QueueSet, Rejected, Request
 from .retryafter import DroppedRequests
 
 FLOW_SCHEMA_UID_HEADER = b"x-kubernetes-pf-flowschema-uid"
@@ -97,6 +98,39 @@ class _Series:
                           True: metrics.EXECUTION.labels(level, fs, "watch")}
 
 
+class Seat:
+    """A request's seat at its priority level, from ``admit`` until ``release`` (which counts once):
+    the end of the request, or for a watch the start of its response (kube: once its initial
+    events are sent, it streams on without one). ``headers``: the X-Kubernetes-PF-* response headers."""
+
+    __slots__ = ("headers", "queues", "released", "req", "series", "started", "watch")
+
+    def __init__(self, queues: QueueSet | None, series: _Series | None, req: Request | None, watch: bool,
+                 started: float) -> None:
+        self.queues = queues
+        self.series = series
+        self.req = req
+        self.watch = watch
+        self.started = started
+        self.released = series is None
+        self.headers: list[tuple[bytes, bytes]] = series.headers if series is not None else []
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        series, req = self.series, self.req
+        assert series is not None and req is not None and self.queues is not None
+        self.queues.finish(req)
+        series.executing.dec()
+        series.executing_seats.dec(req.seats)
+        series.execution[self.watch].observe(time.monotonic() - self.started)
+
+
+#: What APF does not limit (long-running requests other than watches): no seat, no headers.
+UNLIMITED = Seat(None, None, None, False, 0.0)
+
+
 class WithPriorityAndFairness:
     def __init__(self, app: ASGIApp, controller: Controller, request_timeout: float = 60.0,
                  on_dropped: Callable[[Scope], None] | None = None) -> None:
@@ -117,28 +151,24 @@ class WithPriorityAndFairness:
             series = self._series[key] = _Series(c)
         return series
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        info = filters.request_info_of(scope)
+    async def admit(self, scope: Scope, info: RequestInfo | None, user: UserInfo, send: Send) -> Seat | None:
+        """Classify the request and take its seat (waiting in its queue if need be): the seat to
+        release when it is done (``UNLIMITED`` for what APF does not limit), or None when it was
+        refused and answered 429."""
         if info is None:
             info = RequestInfo(False, scope["path"], scope["method"].lower())
         watch = info.verb == "watch"
-        if is_long_running(info) and not watch:
-            await self.app(scope, receive, send)
-            return
-        user = scope[filters.USER]
+        if not watch and is_long_running(info):
+            return UNLIMITED
         c = self.controller.classify(user, info)
         level, fs_name = c.level, c.flow_schema_name
         series = self._series_of(c)
-        headers = series.headers
         arrived = time.monotonic()
         try:
             req = level.queues.start(c.hash_value, 1, fs_name, c.distinguisher, (user, info))
         except Rejected as err:
-            await self._reject(c, err.reason, scope, send, headers)
-            return
+            await self._reject(c, err.reason, scope, send, series.headers)
+            return None
         if req.future is not None and not req.future.done():
             series.inqueue.inc()
             series.inqueue_seats.inc(req.seats)
@@ -148,47 +178,43 @@ class WithPriorityAndFairness:
                 await level.queues.wait(req, wait_limit(scope, self.request_timeout))
             except Rejected as err:
                 series.gave_up.observe(time.monotonic() - arrived)
-                await self._reject(c, err.reason, scope, send, headers)
-                return
+                await self._reject(c, err.reason, scope, send, series.headers)
+                return None
             finally:
                 series.inqueue.dec()
                 series.inqueue_seats.dec(req.seats)
-        await self._execute(c, series, req, scope, receive, send, watch, time.monotonic() - arrived)
-
-    async def _execute(self, c: Classification, series: _Series, req: Request, scope: Scope, receive: Receive,
-                       send: Send, watch: bool, waited: float) -> None:
-        level = c.level
-        headers = series.headers
-        series.waited.observe(waited)
+        now = time.monotonic()
+        series.waited.observe(now - arrived)
         series.dispatched.inc()
         series.executing.inc()
         series.executing_seats.inc(req.seats)
-        started = time.monotonic()
-        released = False
+        return Seat(level.queues, series, req, watch, now)
 
-        def release() -> None:
-            nonlocal released
-            if released:
-                return
-            released = True
-            level.queues.finish(req)
-            series.executing.dec()
-            series.executing_seats.dec(req.seats)
-            series.execution[watch].observe(time.monotonic() - started)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The filter as ASGI (the gateway runs ``admit`` in its one-pass chain instead)."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        seat = await self.admit(scope, filters.request_info_of(scope), scope[filters.USER], send)
+        if seat is None:
+            return
+        if seat is UNLIMITED:
+            await self.app(scope, receive, send)
+            return
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *headers]}
+                message = {**message, "headers": [*message.get("headers", []), *seat.headers]}
                 await send(message)
-                if watch:  # the watch is established: it streams on without a seat
-                    release()
+                if seat.watch:  # the watch is established: it streams on without a seat
+                    seat.release()
                 return
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_headers)
         finally:
-            release()
+            seat.release()
 
     async def _reject(self, c: Classification, reason: str, scope: Scope, send: Send,
                       headers: list[tuple[bytes, bytes]]) -> None:

@@ -102,5 +102,5 @@ class PriorityAndFairness:
     def around_mux(self, mux: ASGIApp) -> ASGIApp:
         return WithDebugDumps(mux, self.controller)
 
-    def filter(self, handler: ASGIApp) -> ASGIApp:
+    def filter(self, handler: ASGIApp) -> WithPriorityAndFairness:
         return WithPriorityAndFairness(handler, self.controller, self.request_timeout, self.on_dropped)
