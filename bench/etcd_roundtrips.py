@@ -1,0 +1,139 @@
+"""etcd round trips per API request: core-api's ``etcd_requests_total`` before and after each verb.
+
+Issue 15 asks for one etcd round trip per create/update where kube uses one, and no extra reads
+when the watch cache is fresh. This starts a chain (``kubechain up``'s), lets it settle, then for
+each verb on a ConfigMap reads core-api's /metrics (over its Unix socket, as the gateway reaches it)
+around ``--n`` requests and prints the etcd calls per request by (operation, type). Controllers run
+in the same process (namespace, GC, ServiceAccount): the settle wait and a quiet baseline interval
+(printed first) show what they add on their own.
+
+    .venv/bin/python bench/etcd_roundtrips.py [--n 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import socket
+import ssl
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kubechain_cli.chain import Chain, free_port
+
+_LINE = re.compile(r'^etcd_requests_total\{operation="([^"]*)",type="([^"]*)"\} ([0-9.e+]+)$', re.M)
+
+
+class _Unix(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=30)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def etcd_calls(chain: Chain) -> Counter[tuple[str, str]]:
+    url = chain.replica_urls["core-api"][0]
+    conn = _Unix(url.removeprefix("unix://"))
+    conn.request("GET", "/metrics", headers={"X-Remote-User": "admin", "X-Remote-Group": "system:masters"})
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return Counter({(op, kind): int(float(v)) for op, kind, v in _LINE.findall(text)})
+
+
+_HANDLED = re.compile(r'^grpc_server_handled_total\{grpc_code="[^"]*",grpc_method="([^"]*)",'
+                      r'grpc_service="etcdserverpb\.(?:KV|Lease)",grpc_type="unary"\} ([0-9.e+]+)$', re.M)
+
+
+def etcd_side(chain: Chain) -> Counter[str]:
+    """Unary calls etcd itself answered, by method (every client: the controllers and the gateway's
+    leases too; the list's consistency probe, which core-api's metric does not count, included)."""
+    ctx = ssl.create_default_context(cafile=chain.etcd_tls.cafile)
+    ctx.load_cert_chain(chain.etcd_tls.certfile, chain.etcd_tls.keyfile)
+    with urllib.request.urlopen(chain.etcd_endpoints + "/metrics", context=ctx, timeout=30) as r:
+        text = r.read().decode()
+    out: Counter[str] = Counter()
+    for method, v in _HANDLED.findall(text):
+        out[method] += int(float(v))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=20)
+    args = ap.parse_args()
+    n = args.n
+    chain = Chain(Path(tempfile.mkdtemp(prefix="kubechain-rt-")), port=free_port())
+    chain.start()
+    ctx = chain.ssl_context()
+
+    def call(method: str, path: str, body: Any = None, ctype: str = "application/json") -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(chain.server_url + path, data=data, method=method,
+                                     headers={"Content-Type": ctype} if data else {})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as err:
+            raise SystemExit(f"{method} {path}: {err.code} {err.read()[:300]!r}") from err
+
+    try:
+        call("POST", "/api/v1/namespaces", {"metadata": {"name": "rt"}})
+        time.sleep(5)  # namespace controller, ServiceAccount, root CA: let them finish
+        base = "/api/v1/namespaces/rt/configmaps"
+        rv: dict[str, str] = {}
+
+        def create(i: int) -> None:
+            rv[f"c{i}"] = call("POST", base, {"metadata": {"name": f"c{i}"}, "data": {"k": "v"}})["metadata"][
+                "resourceVersion"]
+
+        def update(i: int) -> None:
+            call("PUT", f"{base}/c{i}", {"metadata": {"name": f"c{i}", "resourceVersion": rv[f"c{i}"]},
+                                         "data": {"k": "w"}})
+
+        verbs = [
+            ("quiet (no request)", lambda i: time.sleep(0.05)),
+            ("create", create),
+            ("get", lambda i: call("GET", f"{base}/c{i}")),
+            ("get rv=0", lambda i: call("GET", f"{base}/c{i}?resourceVersion=0")),
+            ("update (PUT with rv)", update),
+            ("patch (merge)", lambda i: call("PATCH", f"{base}/c{i}", {"data": {"p": str(i)}},
+                                              "application/merge-patch+json")),
+            ("list", lambda i: call("GET", base)),
+            ("list rv=0", lambda i: call("GET", f"{base}?resourceVersion=0")),
+            ("list limit=5", lambda i: call("GET", f"{base}?limit=5")),
+            ("delete", lambda i: call("DELETE", f"{base}/c{i}")),
+        ]
+        print(f"etcd calls per request from core-api's etcd_requests_total (n={n}; operation/type)")
+        for name, fn in verbs:
+            before, etcd_before = etcd_calls(chain), etcd_side(chain)
+            for i in range(n):
+                fn(i)
+            time.sleep(0.2)
+            after, etcd_after = etcd_calls(chain), etcd_side(chain)
+            diff = {k: after[k] - before[k] for k in after if after[k] - before[k]}
+            total = sum(diff.values()) / n
+            detail = ", ".join(f"{op}/{kind or '-'} {v / n:.2f}" for (op, kind), v in sorted(diff.items()))
+            seen = {m: etcd_after[m] - etcd_before[m] for m in etcd_after if etcd_after[m] - etcd_before[m]}
+            side = ", ".join(f"{m} {v / n:.2f}" for m, v in sorted(seen.items()))
+            print(f"  {name:22} core-api {total:5.2f} ({detail})")
+            print(f"  {'':22} etcd saw {sum(seen.values()) / n:5.2f} ({side})")
+    finally:
+        chain.stop()
+
+
+if __name__ == "__main__":
+    main()
