@@ -5,18 +5,27 @@ Serialize once (kube's KEP-1152): an event the cache dispatches carries a small 
 includeObject, PartialObjectMetadata) makes the event's line and every other watcher asking for the
 same one sends those bytes. Bookmarks, initial events and events replayed from the cache's window
 are each watcher's own, as in kube's cacher.
+
+Written directly where the server protocol allows it (directstream.py): the cache's dispatch hands
+each event to ``deliver`` while the watcher's queue is empty and its connection writable, and the
+shared bytes go onto the connection there, with no task wakeup, timer or ASGI message per watcher
+per event. Otherwise (a busy or slow client, the initial events, bookmarks, the end) the watch's own
+task sends from the queue as before; a watcher whose queue fills is ended by the cache, as kube's
+cacher ends a watcher that cannot keep up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from genericapi.apimachinery import deepjson, tables
 from genericapi.apimachinery import errors as apierrors
@@ -25,6 +34,7 @@ from genericapi.registry.store import Store
 from genericapi.storage.cacher import Bookmark, CacheEvent, WatchClosed
 from genericapi.storage.errors import StorageError
 
+from .directstream import DirectStream, direct_stream
 from .negotiation import Output
 from .render import partial
 from .watchmetrics import WatchEventMeter
@@ -33,6 +43,8 @@ from .watchmetrics import WatchEventMeter
 BOOKMARK_INTERVAL = 60.0
 #: kube-apiserver ends watches after a random time between 30 and 60 minutes.
 MIN_REQUEST_TIMEOUT = 1800
+#: How often a watch waiting for its client to read looks whether the cache has ended it meanwhile.
+DRAIN_CHECK = 1.0
 
 
 def _event_line(event_type: str, raw: bytes) -> bytes:
@@ -119,6 +131,62 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
         headers_sent = True
         return meter.sent(line)
 
+    # -- the direct path (directstream.py) ----------------------------------------------------
+    #: True while the task holds items it took from the queue and has not written yet (waiting for
+    #: the connection to drain): events meanwhile queue behind them.
+    busy = False
+    writer: DirectStream | None = None
+
+    def deliver(event: CacheEvent) -> bool:
+        """Called by the cache's dispatch while the queue is empty: write the event now if the
+        connection takes it."""
+        if busy or writer is None or not writer.stream_ready():
+            return False
+        writer.stream_write(encode_event(event))
+        return True
+
+    async def write(data: bytes) -> bool:
+        """Write from the task once the connection has drained; False once the client has gone, or
+        once the cache ended this watcher for falling behind (its queue filled while the client
+        read nothing): what is queued is dropped and the answer ends, so a client that stopped
+        reading holds no more than its connection's buffer (kube's cacher closes such a watcher;
+        its client watches again from the last resourceVersion it saw)."""
+        nonlocal busy
+        assert writer is not None
+        if not writer.stream_ready():
+            busy = True
+            try:
+                while not writer.stream_ready():
+                    if writer.stream_gone():
+                        return False
+                    if watcher.closed:
+                        watcher.items.clear()
+                        return False
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(writer.stream_drain(), DRAIN_CHECK)
+            finally:
+                busy = False
+        writer.stream_write(data)
+        return True
+
+    async def run_direct(stream_writer: DirectStream, events: AsyncIterator[bytes]) -> None:
+        """The answer's body: the task sends what the queue holds, ``deliver`` the rest."""
+        nonlocal writer
+        writer = stream_writer
+        stream_writer.stream_lost = lambda: watcher.terminate(None)
+        if stream_writer.stream_gone():
+            watcher.terminate(None)
+        watcher.direct = deliver
+        try:
+            async for data in events:
+                if not await write(data):
+                    break
+        finally:
+            watcher.direct = None
+            stream_writer.stream_lost = None
+            await events.aclose()  # type: ignore[attr-defined]
+            watcher.close()
+
     async def stream() -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -158,8 +226,29 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
         finally:
             watcher.close()
 
-    return StreamingResponse(stream(), media_type="application/json",
-                             headers={"Cache-Control": "no-cache, private"})
+    return _WatchResponse(stream(), run_direct, media_type="application/json",
+                          headers={"Cache-Control": "no-cache, private"})
+
+
+class _WatchResponse(StreamingResponse):
+    """A watch's answer: written directly where the protocol offers a ``DirectStream``, else as a
+    Starlette stream (every ASGI server; the same bytes)."""
+
+    def __init__(self, content: AsyncIterator[bytes],
+                 run_direct: Callable[[DirectStream, AsyncIterator[bytes]], Awaitable[None]],
+                 media_type: str, headers: dict[str, str]) -> None:
+        super().__init__(content, media_type=media_type, headers=headers)
+        self._events = content
+        self._run_direct = run_direct
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        writer = direct_stream(scope)
+        if writer is None:
+            await super().__call__(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await self._run_direct(writer, self._events)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _status_bytes(store: Store, err: StorageError) -> bytes:

@@ -9,6 +9,11 @@ the latest (a watch's client sees it at once), and the head's bytes are checked 
 characters in one pass instead of two regular expressions per header. What the app sees is uvicorn's:
 the same messages, the same errors for a broken response (``RuntimeError``), a 500 when it fails
 before answering, the connection closed when it fails after.
+
+An exchange is also the request's ``DirectStream`` (handlers/directstream.py, in the scope under its
+key while the app runs): a watch whose head went through ``send`` writes its events with
+``stream_write``, one chunk-framed write each, from the watch cache's dispatch (no ASGI message, no
+end-of-turn handle per piece), and learns of the client going through ``stream_lost``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ import asyncio
 import http
 import logging
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from genericapi.handlers.directstream import SCOPE_KEY
 
 if TYPE_CHECKING:
     from .leanhttp import LeanHttpProtocol
@@ -53,7 +61,8 @@ class Exchange:
     """The state of one request: its body as it arrives, its response as the app sends it."""
 
     __slots__ = ("body", "body_size", "chunked", "complete", "conn", "disconnected", "flush_handle", "head",
-                 "keep_alive", "more_body", "ready", "remaining", "scope", "started", "waiter", "waiting_100")
+                 "keep_alive", "more_body", "ready", "remaining", "scope", "started", "stream_lost", "waiter",
+                 "waiting_100")
 
     def __init__(self, conn: LeanHttpProtocol, scope: dict[str, Any], keep_alive: bool, expect_100: bool) -> None:
         self.conn = conn
@@ -77,6 +86,9 @@ class Exchange:
         #: pieces of this loop turn; written by the end of the turn at the latest (``flush_head``).
         self.head: bytes | None = None
         self.flush_handle: asyncio.Handle | None = None
+        #: The streaming handler's callback for the client going (DirectStream).
+        self.stream_lost: Callable[[], None] | None = None
+        scope[SCOPE_KEY] = self
 
     def wake(self) -> None:
         self.ready = True
@@ -89,6 +101,7 @@ class Exchange:
         try:
             result = await app(self.scope, self.receive, self.send)
         except BaseException as exc:
+            self.scope.pop(SCOPE_KEY, None)
             log.error("Exception in ASGI application\n", exc_info=exc)
             if not self.started:
                 await self.send(_500)
@@ -97,6 +110,7 @@ class Exchange:
                 self.flush_head()
                 self.conn.transport.close()
         else:
+            self.scope.pop(SCOPE_KEY, None)  # the scope no longer refers back here: no cycle to collect
             if result is not None:
                 log.error("ASGI callable should return None, but returned '%s'.", result)
                 self.flush_head()
@@ -134,6 +148,31 @@ class Exchange:
             self.body = []
             self.body_size = 0
         return {"type": "http.request", "body": data, "more_body": self.more_body}
+
+    # -- DirectStream (handlers/directstream.py) -----------------------------------------------
+    def stream_ready(self) -> bool:
+        return (self.chunked is True and not self.complete and not self.disconnected
+                and not self.conn.write_paused)
+
+    def stream_gone(self) -> bool:
+        return self.disconnected
+
+    def stream_write(self, data: bytes) -> None:
+        if not data or self.disconnected:
+            return  # an empty chunk would end the body
+        frame = b"%x\r\n%s\r\n" % (len(data), data)
+        head = self.head
+        if head is not None:  # the answer's head, or a piece held for the end of the turn, goes first
+            self.head = None
+            if self.flush_handle is not None:
+                self.flush_handle.cancel()
+                self.flush_handle = None
+            frame = head + frame
+        self.conn.transport.write(frame)
+
+    async def stream_drain(self) -> None:
+        if self.conn.write_paused and not self.disconnected:
+            await self.conn.drain()
 
     def flush_head(self) -> None:
         """Write what is held now (the end of the loop turn for a stream, or an error)."""

@@ -121,6 +121,10 @@ class LeanHttpProtocol(asyncio.Protocol):
                 if not exchange.complete:
                     exchange.disconnected = True
                 exchange.wake()
+                lost = exchange.stream_lost
+                if lost is not None:
+                    exchange.stream_lost = None
+                    lost()
         self.resume_writing()
         if self.idle_timer is not None:
             self.idle_timer.cancel()
