@@ -220,3 +220,64 @@ def _manager_the_long_way(user_agent: str) -> str:
 def test_manager_from_user_agent_fast_path_agrees(agent: str) -> None:
     from genericapi.apimachinery.fieldmanager.managers import manager_from_user_agent
     assert manager_from_user_agent(agent) == _manager_the_long_way(agent)
+
+
+# -- reading the body --------------------------------------------------------------------------------
+
+def _request(messages: list[dict[str, Any]], headers: list[tuple[bytes, bytes]] | None = None) -> Any:
+    from starlette.requests import Request
+
+    pending = list(messages)
+
+    async def receive() -> dict[str, Any]:
+        return pending.pop(0)
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers or [], "query_string": b""}
+    return Request(scope, receive)
+
+
+def test_read_bytes_joins_the_chunks_and_keeps_them_for_body() -> None:
+    import asyncio
+
+    from genericapi.handlers.body import read_bytes
+
+    async def run() -> None:
+        request = _request([{"type": "http.request", "body": b'{"a":', "more_body": True},
+                            {"type": "http.request", "body": b"", "more_body": True},
+                            {"type": "http.request", "body": b"1}", "more_body": False}])
+        assert await read_bytes(request) == b'{"a":1}'
+        assert await read_bytes(request) == b'{"a":1}'  # kept: no second read of the transport
+        assert await request.body() == b'{"a":1}'
+        assert [c async for c in request.stream()] == [b'{"a":1}', b""]
+        single = _request([{"type": "http.request", "body": b"x"}])  # more_body absent: the last
+        assert await read_bytes(single) == b"x"
+
+    asyncio.run(run())
+
+
+def test_read_bytes_refuses_too_large_bodies_and_reports_disconnects() -> None:
+    import asyncio
+
+    from genericapi.handlers.body import MAX_BODY_BYTES, read_bytes
+    from starlette.requests import ClientDisconnect
+
+    async def run() -> None:
+        big = b"x" * (MAX_BODY_BYTES // 2 + 1)
+        request = _request([{"type": "http.request", "body": big, "more_body": True},
+                            {"type": "http.request", "body": big, "more_body": True}])
+        with pytest.raises(APIError) as err:
+            await read_bytes(request)
+        assert err.value.code == 413
+        declared = _request([], headers=[(b"content-length", str(MAX_BODY_BYTES + 1).encode())])
+        with pytest.raises(APIError) as err:
+            await read_bytes(declared)
+        assert err.value.code == 413
+        gone = _request([{"type": "http.request", "body": b"{", "more_body": True}, {"type": "http.disconnect"}])
+        with pytest.raises(ClientDisconnect):
+            await read_bytes(gone)
+        consumed = _request([{"type": "http.request", "body": b"{}"}])
+        assert [c async for c in consumed.stream()] == [b"{}", b""]  # read elsewhere and not kept
+        with pytest.raises(RuntimeError, match="Stream consumed"):
+            await read_bytes(consumed)
+
+    asyncio.run(run())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from genericapi.apimachinery import decoding, k8sproto, plainjson
 from genericapi.apimachinery import errors as apierrors
@@ -22,14 +22,34 @@ async def read_bytes(request: Request) -> bytes:
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
         raise apierrors.request_entity_too_large(MAX_BODY_BYTES)
+    cached: bytes | None = getattr(request, "_body", None)
+    if cached is not None:
+        return cached
+    if getattr(request, "_stream_consumed", False):
+        raise RuntimeError("Stream consumed")  # as request.stream(): read elsewhere, not kept
+    # The ASGI messages read here rather than through ``request.stream()``: an async generator per
+    # request (and the event loop's bookkeeping of it) cost more than reading a small body. What
+    # Starlette's stream records is recorded too, so ``request.body()`` answers the same bytes.
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise apierrors.request_entity_too_large(MAX_BODY_BYTES)
-        chunks.append(chunk)
-    return b"".join(chunks)
+    receive = request.receive
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise apierrors.request_entity_too_large(MAX_BODY_BYTES)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif message["type"] == "http.disconnect":
+            request._is_disconnected = True
+            raise ClientDisconnect()
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    request._stream_consumed = True
+    request._body = raw
+    return raw
 
 
 def media_type(request: Request) -> str:
