@@ -236,3 +236,35 @@ async def test_indexed_header_blocks_decode_as_a_fresh_decoder_does() -> None:
         cached += block in conn._indexed_blocks
         assert conn._decode(block) == reference.decode(block, raw=True)
     assert cached > 300  # the shortcut was taken for most of them
+
+
+async def test_a_conflict_carries_the_key_as_the_transaction_read_it(client: EtcdClient) -> None:
+    """update/delete compare the mod revision and read the key in the same transaction when the
+    compare fails: the conflict carries it (a retry needs no read), a missing key is not found."""
+    prefix = _prefix()
+    first = await client.create(prefix + b"a", b"1")
+    second = await client.update(prefix + b"a", b"2", first)
+    for write in (lambda: client.update(prefix + b"a", b"3", first), lambda: client.delete(prefix + b"a", first)):
+        with pytest.raises(serrors.RevisionConflictError) as err:
+            await write()
+        current = err.value.current
+        assert (err.value.expected, err.value.actual) == (first, second)
+        assert (current.key, current.value, current.mod_revision) == (prefix + b"a", b"2", second)
+    assert await client.delete(prefix + b"a", second) > second
+    with pytest.raises(serrors.KeyNotFoundError):
+        await client.update(prefix + b"a", b"4", second)
+    await client.create(prefix + b"b", b"1")
+    with pytest.raises(serrors.KeyExistsError):
+        await client.create(prefix + b"b", b"1")
+
+
+async def test_a_counted_page_says_how_many_keys_the_range_holds(client: EtcdClient) -> None:
+    prefix = _prefix()
+    for i in range(7):
+        await client.put(prefix + b"%d" % i, b"v")
+    kvs, rev, more, count = await client.range_counted(prefix, prefix_end(prefix), limit=3)
+    assert ([kv.key for kv in kvs], more, count) == ([prefix + b"0", prefix + b"1", prefix + b"2"], True, 7)
+    await client.put(prefix + b"9", b"v")  # a later write: the page at ``rev`` does not see it
+    kvs, _rev, more, count = await client.range_counted(kvs[-1].key + b"\0", prefix_end(prefix), revision=rev,
+                                                        limit=3)
+    assert (len(kvs), more, count) == (3, True, 4)  # remainingItemCount of this page: 4 - 3 = 1

@@ -6,6 +6,8 @@ place; nothing here knows about HTTP status codes or ``metav1.Status``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class StorageError(Exception):
     """Base of every storage failure."""
@@ -24,13 +26,16 @@ class KeyNotFoundError(StorageError):
 
 
 class RevisionConflictError(StorageError):
-    """The key's mod revision is not the one the caller expected."""
+    """The key's mod revision is not the one the caller expected. ``current``, when the store read
+    it in the same transaction, is the key as it is now (the etcd client's ``KeyValue``): a retry
+    can start from it instead of reading the key again (kube's GuaranteedUpdate does so)."""
 
-    def __init__(self, key: str, expected: int, actual: int) -> None:
+    def __init__(self, key: str, expected: int, actual: int, current: Any = None) -> None:
         super().__init__(f"revision conflict on {key}: expected {expected}, actual {actual}")
         self.key = key
         self.expected = expected
         self.actual = actual
+        self.current = current
 
 
 class TooOldRevisionError(StorageError):

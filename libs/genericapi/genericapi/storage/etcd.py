@@ -29,6 +29,7 @@ from .errors import (
     TooOldRevisionError,
 )
 from .errors import UnavailableError as StorageUnavailable
+from .etcdproto import create_txn, delete_txn, update_txn
 from .grpcwire import Connection, RpcError, StatusCode
 from .instrumentation import EtcdInstruments, recorded
 from .value import PrefixTransformers
@@ -247,9 +248,12 @@ class EtcdClient:
             except Exception:  # closing a broken connection may itself fail
                 log.debug("error closing etcd connection", exc_info=True)
 
-    async def _call(self, method: str, request: Any) -> Any:
+    async def _call(self, method: str, request: Any, data: bytes | None = None) -> Any:
+        """``request`` (or its bytes, ``data``, already encoded) to etcd, retried on the next endpoint
+        while the member or the connection is what failed; etcd's answer decoded."""
         path, response = _METHODS[method]
-        data = request.SerializeToString()
+        if data is None:
+            data = request.SerializeToString()
         last: BaseException | None = None
         for _ in range(max(2, len(self._endpoints) + 1)):
             client: _Channel | None = None
@@ -282,8 +286,8 @@ class EtcdClient:
     async def get(self, key: bytes, revision: int = 0) -> tuple[KeyValue | None, int]:
         """The key's value (or None) and the store revision it was read at."""
         resp = await self._call("Range", rpc.RangeRequest(key=key, revision=_revision(revision)))
-        kvs = resp.kvs  # type: ignore[attr-defined]
-        header_rev = resp.header.revision  # type: ignore[attr-defined]
+        kvs = resp.kvs
+        header_rev = resp.header.revision
         return (self._plain(kvs[0]) if kvs else None), header_rev
 
     @recorded("list", "Range")
@@ -292,16 +296,26 @@ class EtcdClient:
         """Keys in ``[start, end)`` at ``revision`` (0: newest): values, header revision, more."""
         resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=_revision(revision),
                                                           limit=limit))
-        return ([self._plain(kv) for kv in resp.kvs],  # type: ignore[attr-defined]
-                resp.header.revision,  # type: ignore[attr-defined]
-                bool(resp.more))  # type: ignore[attr-defined]
+        return ([self._plain(kv) for kv in resp.kvs],
+                resp.header.revision,
+                bool(resp.more))
+
+    @recorded("list", "Range")
+    async def range_counted(self, start: bytes, end: bytes, *, revision: int = 0, limit: int = 0
+                            ) -> tuple[list[KeyValue], int, bool, int]:
+        """``range``, and how many keys ``[start, end)`` holds at that revision, limit or not: etcd
+        counts them in the same answer, so a page's ``remainingItemCount`` needs no second call
+        (kube's etcd3 store reads it from the page's response, as here)."""
+        resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=_revision(revision),
+                                                          limit=limit))
+        return [self._plain(kv) for kv in resp.kvs], resp.header.revision, bool(resp.more), int(resp.count)
 
     @recorded("listWithCount", "Range")
     async def count(self, start: bytes, end: bytes, revision: int = 0) -> int:
         """How many keys in ``[start, end)`` at ``revision``."""
         resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=_revision(revision),
                                                           count_only=True))
-        return int(resp.count)  # type: ignore[attr-defined]
+        return int(resp.count)
 
     async def count_modified_since(self, start: bytes, end: bytes, revision: int, min_mod_revision: int) -> int:
         """How many keys in ``[start, end)`` at ``revision`` were modified at or after
@@ -309,77 +323,63 @@ class EtcdClient:
         reads the keys, without values.)"""
         resp = await self._call("Range", rpc.RangeRequest(key=start, range_end=end, revision=_revision(revision),
                                                           keys_only=True, min_mod_revision=min_mod_revision))
-        return len(resp.kvs)  # type: ignore[attr-defined]
+        return len(resp.kvs)
 
     async def current_revision(self) -> int:
         resp = await self._call("Range", rpc.RangeRequest(key=b"\0", limit=1, keys_only=True))
-        return int(resp.header.revision)  # type: ignore[attr-defined]
+        return int(resp.header.revision)
 
     # -- writes -----------------------------------------------------------------------
     @recorded("create", "Txn")
     async def create(self, key: bytes, value: bytes) -> int:
         """Write a key that must not exist; the new revision."""
-        txn = rpc.TxnRequest(
-            compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL,
-                                 create_revision=0)],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=self._seal(key, value)))],
-        )
-        resp = await self._call("Txn", txn)
-        if not resp.succeeded:  # type: ignore[attr-defined]
+        resp = await self._call("Txn", None, create_txn(key, self._seal(key, value)))
+        if not resp.succeeded:
             raise KeyExistsError(key.decode())
-        return int(resp.header.revision)  # type: ignore[attr-defined]
+        return int(resp.header.revision)
 
     @recorded("update", "Txn")
     async def update(self, key: bytes, value: bytes, expected_revision: int) -> int:
         """Replace a key whose mod revision is ``expected_revision``; the new revision."""
-        txn = rpc.TxnRequest(
-            compare=[rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL,
-                                 mod_revision=expected_revision)],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=self._seal(key, value)))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
-        )
-        resp = await self._call("Txn", txn)
-        if not resp.succeeded:  # type: ignore[attr-defined]
+        resp = await self._call("Txn", None, update_txn(key, self._seal(key, value), expected_revision))
+        if not resp.succeeded:
             self._raise_mismatch(key, expected_revision, resp)
-        return int(resp.header.revision)  # type: ignore[attr-defined]
+        return int(resp.header.revision)
 
     @recorded("delete", "Txn")
     async def delete(self, key: bytes, expected_revision: int) -> int:
         """Delete a key whose mod revision is ``expected_revision``; the deletion revision."""
-        txn = rpc.TxnRequest(
-            compare=[rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL,
-                                 mod_revision=expected_revision)],
-            success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
-        )
-        resp = await self._call("Txn", txn)
-        if not resp.succeeded:  # type: ignore[attr-defined]
+        resp = await self._call("Txn", None, delete_txn(key, expected_revision))
+        if not resp.succeeded:
             self._raise_mismatch(key, expected_revision, resp)
-        return int(resp.header.revision)  # type: ignore[attr-defined]
+        return int(resp.header.revision)
 
-    @staticmethod
-    def _raise_mismatch(key: bytes, expected: int, resp: object) -> None:
-        responses = resp.responses  # type: ignore[attr-defined]
+    def _raise_mismatch(self, key: bytes, expected: int, resp: Any) -> None:
+        """The compare failed: the key is gone, or it is at another revision. The transaction read
+        it in the same round trip, and a conflict carries what it read (``current``), so a caller
+        that retries need not read it again."""
+        responses = resp.responses
         kvs = responses[0].response_range.kvs if responses else []
         if not kvs:
             raise KeyNotFoundError(key.decode())
-        raise RevisionConflictError(key.decode(), expected, int(kvs[0].mod_revision))
+        current = self._plain(kvs[0])
+        raise RevisionConflictError(key.decode(), expected, current.mod_revision, current)
 
     async def put(self, key: bytes, value: bytes) -> int:
         """Unconditional write (bootstrap data, benchmarks); the new revision."""
         resp = await self._call("Put", rpc.PutRequest(key=key, value=self._seal(key, value)))
-        return int(resp.header.revision)  # type: ignore[attr-defined]
+        return int(resp.header.revision)
 
     async def put_with_ttl(self, key: bytes, value: bytes, ttl: int) -> int:
         """A write etcd removes by itself ``ttl`` seconds later unless written again: a fresh
         lease per write, as kube's storage does for keys with a TTL (its master leases)."""
         lease = await self._call("LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl))
         resp = await self._call("Put", rpc.PutRequest(key=key, value=self._seal(key, value), lease=lease.ID))
-        return int(resp.header.revision)  # type: ignore[attr-defined]
+        return int(resp.header.revision)
 
     async def delete_prefix(self, prefix: bytes) -> int:
         resp = await self._call("DeleteRange", rpc.DeleteRangeRequest(key=prefix, range_end=prefix_end(prefix)))
-        return int(resp.header.revision)  # type: ignore[attr-defined]
+        return int(resp.header.revision)
 
     async def compact(self, revision: int) -> None:
         await self._call("Compact", rpc.CompactionRequest(revision=revision, physical=True))
