@@ -10,12 +10,12 @@ child process with that tree first on ``PYTHONPATH`` (or not), so the chain code
 and the services are all the tree's. Each round is a cold start (fresh data dir) and a warm restart
 (the same data dir again: certificates made, etcd holding what the first start wrote, so the
 bootstrap hooks reconcile instead of create). Both trees' medians come from one run, under the
-same load.
+same load. ``--new DIR`` puts another tree in this checkout's place (say, a proposed change).
 
 ``--fork-ab`` alternates, with controllers on, the services forked from the fork server (the
 default, kubechain_cli.forkserver) and executed one by one (``KUBECHAIN_FORK_SERVICES=0``).
 
-    .venv/bin/python bench/chain_start.py [N] [--ab DIR | --fork-ab]
+    .venv/bin/python bench/chain_start.py [N] [--ab DIR [--new DIR] | --fork-ab]
 """
 
 from __future__ import annotations
@@ -96,11 +96,12 @@ def tree_env(tree: Path | None) -> dict[str, str]:
     return env
 
 
-def tree_starts(rounds: int, old: Path) -> dict[str, list[float]]:
-    """``rounds`` alternating (old, new) child runs: each a cold start and a warm restart."""
+def tree_starts(rounds: int, old: Path, new: Path | None = None) -> dict[str, list[float]]:
+    """``rounds`` alternating (old, new) child runs: each a cold start and a warm restart (``new``
+    None: this checkout)."""
     times: dict[str, list[float]] = {f"{tree} {kind}": [] for kind in ("cold", "warm") for tree in ("old", "new")}
     for _ in range(rounds):
-        for tree, path in (("old", old), ("new", None)):
+        for tree, path in (("old", old), ("new", new)):
             done = subprocess.run([sys.executable, "-c", _CHILD], env=tree_env(path), capture_output=True,
                                   text=True, timeout=300, cwd=tempfile.gettempdir())
             if done.returncode != 0:
@@ -118,10 +119,11 @@ def main() -> None:
     group.add_argument("--ab", metavar="DIR", type=Path,
                        help="another tree vs this one: cold start and warm restart, controllers on")
     group.add_argument("--fork-ab", action="store_true", help="forked vs executed services, controllers on")
+    parser.add_argument("--new", metavar="DIR", type=Path, help="with --ab: a tree instead of this checkout")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     if args.ab is not None:
-        times = tree_starts(args.rounds, args.ab.resolve())
+        times = tree_starts(args.rounds, args.ab.resolve(), args.new.resolve() if args.new else None)
     else:
         times = cold_starts(args.rounds, FORK_AB_MODES if args.fork_ab else MODES)
     print(f"load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end, on {os.cpu_count()} cores")
