@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 
 import pytest
@@ -38,3 +39,25 @@ def test_zero_leaves_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("KUBECHAIN_GC_THRESHOLD", "0")
     gctuning.tune_after_start()
     assert gc.get_threshold() == saved
+
+
+async def test_on_a_running_loop_the_freeze_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service's start-up: thresholds at once, the collection and freeze after the delay."""
+    saved = gc.get_threshold()
+    monkeypatch.delenv("KUBECHAIN_GC_THRESHOLD", raising=False)
+    gc.unfreeze()
+    try:
+        timer = gctuning.tune_after_start(delay=0.05)
+        assert timer is not None
+        assert gc.get_threshold() == gctuning.DEFAULT_THRESHOLDS
+        assert gc.get_freeze_count() == 0
+        await asyncio.sleep(0.2)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*saved)
+
+
+async def test_zero_schedules_nothing_on_a_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECHAIN_GC_THRESHOLD", "0")
+    assert gctuning.tune_after_start(delay=0.01) is None
