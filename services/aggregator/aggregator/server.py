@@ -120,8 +120,12 @@ class Gateway:
         self.table = RoutingTable(tuple(tuple(m) for m in config.members))
         # Credentials stop at the gateway (kube-apiserver drops Authorization once it has
         # authenticated a request); the backends learn the user from X-Remote-* only.
+        #: Each user's X-Remote-* head lines, encoded once (without tracing: with it each request
+        #: carries its own traceparent too).
+        self._user_lines: dict[tuple[str, tuple[str, ...], str], bytes] = {}
         self.proxy = ReverseProxy(self._pick, ssl_context=backend_ssl, header_source=self.header_source,
-                                  drop_headers=("authorization",), rotate=False, max_body_bytes=MAX_BODY_BYTES)
+                                  drop_headers=("authorization",), rotate=False, max_body_bytes=MAX_BODY_BYTES,
+                                  head_source=self._user_head if tracing is None else None)
         self._turn = 0
         #: The members' discovery and health streams (set by ``run`` with ``--member-grpc``).
         self.control: ControlChannel | None = None
@@ -152,6 +156,22 @@ class Gateway:
     def _user_headers(self, scope: Scope) -> list[tuple[str, str]]:
         user = filters.user_of(scope)
         return user.headers() if user is not None else []
+
+    def _user_head(self, scope: Scope) -> bytes:
+        """``_user_headers`` as head lines, encoded once per user (a bounded cache)."""
+        user = filters.user_of(scope)
+        if user is None:
+            return b""
+        if user.extra:
+            return "".join(f"{k}: {v}\r\n" for k, v in user.headers()).encode("latin-1")
+        key = (user.name, user.groups, user.uid)
+        lines = self._user_lines.get(key)
+        if lines is None:
+            lines = "".join(f"{k}: {v}\r\n" for k, v in user.headers()).encode("latin-1")
+            if len(self._user_lines) >= 4096:
+                self._user_lines.clear()
+            self._user_lines[key] = lines
+        return lines
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The API mux behind the handler chain (filters.py): the user is authenticated and

@@ -15,12 +15,14 @@ validates and locks on every call.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from urllib.parse import parse_qs
 
 from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import REGISTRY, Collector
+from prometheus_client.registry import REGISTRY, Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 from genericapi.apimachinery.requestinfo import RequestInfo
 from genericapi.handlers.watchmetrics import WATCH_EVENT_SIZES, WATCH_EVENTS
@@ -96,22 +98,101 @@ class PlainCounter(Collector):
         yield family
 
 
+class LeanCounter(Collector):
+    """A labelled counter exposed exactly as prometheus_client's ``Counter`` is (``<name>_total``,
+    ``# TYPE <name> counter``), for series the gateway updates on every request: a child's ``inc``
+    is one addition, where prometheus_client's validates and takes a lock (the gateway updates
+    these from its event loop thread only; a scrape reads floats, which CPython reads whole)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...],
+                 registry: CollectorRegistry = REGISTRY) -> None:
+        self.name = name.removesuffix("_total")
+        self.documentation, self.labelnames = documentation, labelnames
+        self.children: dict[tuple[str, ...], LeanCounter.Child] = {}
+        registry.register(self)
+
+    class Child:
+        __slots__ = ("value",)
+
+        def __init__(self) -> None:
+            self.value = 0.0
+
+        def inc(self, amount: float = 1.0) -> None:
+            self.value += amount
+
+    def labels(self, *labelvalues: str) -> LeanCounter.Child:
+        child = self.children.get(labelvalues)
+        if child is None:
+            child = self.children[labelvalues] = LeanCounter.Child()
+        return child
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric(self.name, self.documentation, "counter")
+        for labelvalues, child in list(self.children.items()):
+            family.add_sample(self.name + "_total", dict(zip(self.labelnames, labelvalues, strict=True)), child.value)
+        yield family
+
+
+class LeanHistogram(Collector):
+    """A labelled histogram exposed exactly as prometheus_client's ``Histogram`` is (cumulative
+    ``_bucket`` series with ``le``, ``_count``, ``_sum``), whose child's ``observe`` is a bisection and
+    two additions, without prometheus_client's per-call validation and locks (see ``LeanCounter``)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...], buckets: tuple[float, ...],
+                 registry: CollectorRegistry = REGISTRY) -> None:
+        self.name, self.documentation, self.labelnames = name, documentation, labelnames
+        self.bounds = (*sorted(float(b) for b in buckets if b != float("inf")), float("inf"))
+        self._le = tuple(floatToGoString(b) for b in self.bounds)
+        self.children: dict[tuple[str, ...], LeanHistogram.Child] = {}
+        registry.register(self)
+
+    class Child:
+        __slots__ = ("bounds", "counts", "sum")
+
+        def __init__(self, bounds: tuple[float, ...]) -> None:
+            self.bounds = bounds
+            self.counts = [0] * len(bounds)
+            self.sum = 0.0
+
+        def observe(self, amount: float) -> None:
+            self.sum += amount
+            self.counts[bisect_left(self.bounds, amount)] += 1  # the first bucket whose bound is >= amount
+
+    def labels(self, *labelvalues: str) -> LeanHistogram.Child:
+        child = self.children.get(labelvalues)
+        if child is None:
+            child = self.children[labelvalues] = LeanHistogram.Child(self.bounds)
+        return child
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric(self.name, self.documentation, "histogram")
+        for labelvalues, child in list(self.children.items()):
+            labels = dict(zip(self.labelnames, labelvalues, strict=True))
+            total = 0
+            for le, count in zip(self._le, list(child.counts), strict=True):
+                total += count
+                family.add_sample(self.name + "_bucket", {**labels, "le": le}, float(total))
+            family.add_sample(self.name + "_count", labels, float(total))
+            family.add_sample(self.name + "_sum", labels, child.sum)
+        yield family
+
+
 AUTHENTICATION_ATTEMPTS = PlainCounter(
     "authentication_attempts", "[ALPHA] Counter of authenticated attempts.", ("result",))
 AUTHENTICATED_USERS = PlainCounter(
     "authenticated_user_requests", "[ALPHA] Counter of authenticated requests broken out by username.",
     ("username",))
-AUTHENTICATION_LATENCY = Histogram(
+AUTHENTICATION_LATENCY = LeanHistogram(
     "authentication_duration_seconds", "[ALPHA] Authentication duration in seconds broken out by result.",
-    ["result"], buckets=tuple(0.001 * 2 ** i for i in range(15)))
-AUTHORIZATION_ATTEMPTS = Counter(
+    ("result",), buckets=tuple(0.001 * 2 ** i for i in range(15)))
+AUTHORIZATION_ATTEMPTS = LeanCounter(
     "authorization_attempts_total",
     "[ALPHA] Counter of authorization attempts broken down by result. It can be either 'allowed', 'denied', "
     "'no-opinion' or 'error'.",
-    ["result"])
-AUTHORIZATION_LATENCY = Histogram(
+    ("result",))
+AUTHORIZATION_LATENCY = LeanHistogram(
     "authorization_duration_seconds", "[ALPHA] Authorization duration in seconds broken out by result.",
-    ["result"], buckets=tuple(0.001 * 2 ** i for i in range(15)))
+    ("result",), buckets=tuple(0.001 * 2 ** i for i in range(15)))
 
 #: Labels of a request as kube records it: verb, dry_run, group, version, resource, subresource,
 #: scope, component.
@@ -173,8 +254,8 @@ def record_authorization(result: str, elapsed: float) -> None:
     children[1].observe(elapsed)
 
 
-_authn_latency: dict[str, Histogram] = {}
-_authz: dict[str, tuple[Counter, Histogram]] = {}
+_authn_latency: dict[str, LeanHistogram.Child] = {}
+_authz: dict[str, tuple[LeanCounter.Child, LeanHistogram.Child]] = {}
 
 
 _KNOWN_USERS = frozenset({"admin", "client", "kube_proxy", "kubelet", "system:serviceaccount:kube-system:default"})

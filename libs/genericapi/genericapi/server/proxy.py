@@ -95,9 +95,11 @@ def _forward_headers(scope: Scope, extra: Iterable[tuple[str, str]],
     return out
 
 
-def _forward_head(scope: Scope, extra: Iterable[tuple[str, str]], drop: frozenset[bytes] = frozenset()) -> bytes:
+def _forward_head(scope: Scope, extra: Iterable[tuple[str, str]] | bytes,
+                  drop: frozenset[bytes] = frozenset()) -> bytes:
     """``_forward_headers``' headers as the lines of an HTTP/1.1 head, built from the scope's bytes
-    without decoding them (the Unix-socket hop, the gateway's hot path)."""
+    without decoding them (the Unix-socket hop, the gateway's hot path); ``extra`` as pairs, or as
+    lines already encoded (``head_source``)."""
     headers = scope["headers"]
     named: set[bytes] | None = None
     for k, v in headers:
@@ -106,7 +108,10 @@ def _forward_head(scope: Scope, extra: Iterable[tuple[str, str]], drop: frozense
     lines = [b"%s: %s\r\n" % (k, v) for k, v in headers
              if k not in _REQUEST_OWN_B and k not in drop and not k.startswith(_NEVER_FORWARDED)
              and (named is None or k not in named)]
-    lines.extend(f"{k}: {v}\r\n".encode("latin-1") for k, v in extra)
+    if isinstance(extra, bytes):
+        lines.append(extra)
+    else:
+        lines.extend(f"{k}: {v}\r\n".encode("latin-1") for k, v in extra)
     return b"".join(lines)
 
 
@@ -120,8 +125,11 @@ class ReverseProxy:
     def __init__(self, pick: UpstreamPicker, ssl_context: ssl.SSLContext | None = None,
                  header_source: Callable[[Scope], list[tuple[str, str]]] | None = None,
                  limit: int = 0, drop_headers: Iterable[str] = (), rotate: bool = True,
-                 max_body_bytes: int = 0) -> None:
+                 max_body_bytes: int = 0, head_source: Callable[[Scope], bytes] | None = None) -> None:
         self._pick = pick
+        #: ``header_source``'s headers as head lines already encoded, for the Unix-socket hop (the
+        #: gateway caches its users' lines); None: ``header_source``'s pairs are encoded per request.
+        self._head_source = head_source
         #: False: ``pick`` returns the upstreams in the order to try them (it balances itself).
         self._rotate = rotate
         self._ssl = ssl_context
@@ -187,8 +195,12 @@ class ReverseProxy:
         stream: _StreamedBody | None = None
         if not isinstance(body, bytes):
             stream, body = body, body.prefix
-        extra = self._header_source(scope) if self._header_source else []
-        head = _forward_head(scope, extra, self._drop_b)
+        extra: list[tuple[str, str]] | None = None
+        if self._head_source is not None:
+            head = _forward_head(scope, self._head_source(scope), self._drop_b)
+        else:
+            extra = self._header_source(scope) if self._header_source else []
+            head = _forward_head(scope, extra, self._drop_b)
         raw_target: bytes = scope.get("raw_path") or scope["path"].encode()
         if scope.get("query_string"):
             raw_target += b"?" + scope["query_string"]
@@ -229,6 +241,8 @@ class ReverseProxy:
                     return
                 await self._relay_unix(unix_resp, receive, send)
                 return
+            if extra is None:
+                extra = self._header_source(scope) if self._header_source else []
             tcp_headers = _forward_headers(scope, extra, self._drop)
             if stream is not None and stream.length is not None:
                 tcp_headers = [*tcp_headers, ("content-length", str(stream.length))]

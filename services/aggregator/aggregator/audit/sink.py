@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from genericapi.server.metrics import LeanCounter
 from prometheus_client import Counter
 
 from .event import Event, render
@@ -32,8 +33,9 @@ EVENTS = Counter("apiserver_audit_event_total", "Counter of audit events generat
 ERRORS = Counter("apiserver_audit_error_total",
                  "Counter of audit events that failed to be audited properly. Plugin identifies the plugin "
                  "affected by the error.", ["plugin"])
-LEVELS = Counter("apiserver_audit_level_total", "Counter of policy levels for audit events (1 per request).",
-                 ["level"])
+#: Counted on every request (a lean counter: no lock, no per-call validation; same exposition).
+LEVELS = LeanCounter("apiserver_audit_level_total", "Counter of policy levels for audit events (1 per request).",
+                     ("level",))
 BUFFERED_ERRORS = ERRORS.labels("buffered")
 
 #: The writer's pass interval, and the queue length that wakes it before the interval is up.
