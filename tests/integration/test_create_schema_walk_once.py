@@ -63,3 +63,39 @@ def test_a_webhook_removing_a_required_field_gets_the_answer_a_client_gets(env: 
     status, created = chain.json("POST", path, service("fine", {"protocol": "TCP", "targetPort": 80, "port": 80}))
     assert status == 201, created
     assert created["spec"]["ports"][0]["port"] == 80
+
+
+def test_updates_and_patches_a_webhook_breaks_are_walked_again(env: Env, chain: ChainHandle) -> None:
+    path = f"/api/v1/namespaces/{env.ns}/services"
+    status, stored = chain.json("POST", path, service("svc", {"protocol": "TCP", "targetPort": 80, "port": 80}))
+    assert status == 201, stored
+    # What the full validation answers for an update whose port lacks its number.
+    portless = json.loads(json.dumps(stored))
+    del portless["spec"]["ports"][0]["port"]
+    status, direct = chain.json("PUT", f"{path}/svc", portless)
+    assert status == 422 and "spec.ports[0].port" in direct["message"], direct
+    ops = base64.urlsafe_b64encode(json.dumps([{"op": "remove", "path": "/spec/ports/0/port"}]).encode()).decode()
+    env.register("MutatingWebhookConfiguration", env.webhook(
+        "portless-update.schema-once.example.com", f"/patch/ops={ops}",
+        rules=[{**SERVICES[0], "operations": ["UPDATE"]}], objectSelector={"matchLabels": {"portless": "yes"}}))
+    labelled = json.loads(json.dumps(stored))
+    labelled["metadata"]["labels"] = {"portless": "yes"}
+
+    def put() -> Any:
+        status, body = chain.json("PUT", f"{path}/svc", labelled)
+        assert status in (200, 422), body
+        if status == 200:  # the webhook configuration not seen yet: put the label back off
+            body["metadata"].pop("labels", None)
+            assert chain.json("PUT", f"{path}/svc", body)[0] == 200
+            labelled["metadata"]["resourceVersion"] = chain.json("GET", f"{path}/svc")[1]["metadata"]["resourceVersion"]
+            return None
+        return body
+
+    assert eventually(put, 15, "the webhook's patch applied to the update") == direct
+    status, patched = chain.json("PATCH", f"{path}/svc", {"metadata": {"labels": {"portless": "yes"}}},
+                                 headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 422 and patched == direct, patched
+    # Untouched by the webhook (no label): the clean patch stands on its walk, port kept.
+    status, fine = chain.json("PATCH", f"{path}/svc", {"metadata": {"labels": {"other": "yes"}}},
+                              headers={"Content-Type": "application/merge-patch+json"})
+    assert status == 200 and fine["spec"]["ports"][0]["port"] == 80, fine

@@ -19,8 +19,7 @@ from genericapi.handlers import negotiation
 from genericapi.registry import fieldvalidation
 from genericapi.registry.admissionchain import RequestAdmission, request_admission
 from genericapi.registry.fieldtracking import FieldTracker, Writer
-from genericapi.registry.meta import new_uid
-from genericapi.registry.store import SERVER_SET_METADATA
+from genericapi.registry.meta import SERVER_SET_METADATA, new_uid, same_but_server_metadata
 
 SCHEMAS = SchemaCatalog.load()
 ROWS = {(i.group, i.version, i.kind): i for i in catalog.BUILTIN_RESOURCES}
@@ -155,14 +154,16 @@ def test_same_but_metadata_ignores_only_server_set_metadata() -> None:
     created = copy.deepcopy(body)
     created["metadata"].update(uid=new_uid(), creationTimestamp="2026-01-01T00:00:00Z", resourceVersion="5",
                                managedFields=[{"manager": "test", "operation": "Update"}], name="other")
-    assert snap.same_but_metadata(created, SERVER_SET_METADATA)
+    assert snap.same_but_metadata(created)
+    assert same_but_server_metadata(created, body)
     for change in (lambda o: o["data"].update(k="w"), lambda o: o["metadata"].update(labels={"a": "b"}),
                    lambda o: o.update(immutable=True), lambda o: o.pop("data"),
                    lambda o: o["metadata"].update(ownerReferences=[{"kind": "X"}]),
                    lambda o: o.update(metadata=[])):
         changed = copy.deepcopy(created)
         change(changed)
-        assert not snap.same_but_metadata(changed, SERVER_SET_METADATA)
+        assert not snap.same_but_metadata(changed)
+        assert not same_but_server_metadata(changed, body)
 
 
 def test_validate_schema_clean_is_validate_for_a_clean_object() -> None:
@@ -281,3 +282,30 @@ def test_read_bytes_refuses_too_large_bodies_and_reports_disconnects() -> None:
             await read_bytes(consumed)
 
     asyncio.run(run())
+
+
+def test_server_set_metadata_has_no_required_field_or_enum_in_the_schema() -> None:
+    """What ``same_but_server_metadata`` may ignore: a walk can find no required or enum error in it."""
+    defs = SCHEMAS.definitions
+    meta = defs["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
+    assert not meta.get("required")
+    for key in SERVER_SET_METADATA:
+        prop = meta["properties"][key]
+        assert "enum" not in prop
+        ref = (prop.get("items") or {}).get("$ref", "") or prop.get("$ref", "")
+        if ref:
+            target = defs[ref.rsplit("/", 1)[-1]]
+            assert not target.get("required") and not any("enum" in p for p in target.get("properties", {}).values())
+
+
+def test_validate_update_schema_clean_is_validate_update_for_a_clean_object() -> None:
+    old = configmap()
+    old["metadata"].update(uid="u", resourceVersion="3")
+    for new in (configmap(k="w"), {**configmap(), "immutable": True},
+                {**configmap(), "metadata": {"name": "c", "namespace": "ns", "labels": {"bad key!": "x"}}}):
+        st = strategy("", "ConfigMap")
+        assert st.validate_update_schema_clean(new, old) == st.validate_update(new, old)
+    immutable = {**old, "immutable": True}
+    st = strategy("", "ConfigMap")
+    got = st.validate_update_schema_clean(configmap(k="changed"), immutable)
+    assert got == st.validate_update(configmap(k="changed"), immutable) and got  # the kind's own rule still runs

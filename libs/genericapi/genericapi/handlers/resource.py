@@ -18,7 +18,7 @@ from genericapi.apimachinery import deepjson, k8sproto
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.decoding import decode_body
 from genericapi.registry.admissionchain import RequestAdmission, options_object, request_admission
-from genericapi.registry.fieldvalidation import check_fields, check_fields_clean
+from genericapi.registry.fieldvalidation import check_fields_clean
 from genericapi.registry.options import DeleteOptions, ListResult
 from genericapi.registry.store import Store
 
@@ -122,8 +122,10 @@ async def update(t: Target, request: Request) -> Response:
         _add_warnings(resp, scope.warnings)
         return resp
     obj, duplicates = await read_object(request, t.store.info, validation != "Ignore")
-    warnings = check_fields(t.store.strategy, obj, validation, duplicates)
+    warnings, clean = check_fields_clean(t.store.strategy, obj, validation, duplicates)
     with admission_scope(request, kind, dry) as scope:
+        if clean:
+            scope.schema_clean_raw = deepjson.dumps(obj)
         updated = await t.store.update(t.namespace, t.name, obj, dry_run=dry, subresource=t.subresource,
                                        writer=writer)
     resp = render_object(t.store, updated, out, _pretty(request))
@@ -175,7 +177,11 @@ async def patch(t: Target, request: Request) -> Response:
             raise apierrors.bad_request(f"the namespace of the object ({meta.get('namespace')}) does not match "
                                         f"the namespace on the URL ({t.namespace})")
         check_type(new, t.store.info.kind, t.store.info.api_version)
-        warnings.extend(check_fields(t.store.strategy, new, validation, []))
+        found, clean = check_fields_clean(t.store.strategy, new, validation, [])
+        warnings.extend(found)
+        scope = request_admission.get()
+        if scope is not None:
+            scope.schema_clean_raw = deepjson.dumps(new) if clean else None
         return new
 
     with admission_scope(request, "UpdateOptions", dry) as scope:  # kube's patchToUpdateOptions

@@ -41,6 +41,9 @@ class RequestAdmission:
     #: The request body (this very dict) when its schema walk found nothing at all
     #: (``fieldvalidation.check_fields_clean``): a create of it may skip walking it again.
     schema_clean: dict[str, Any] | None = None
+    #: An update's or patch's object, serialized when its schema walk found nothing at all: the
+    #: update may skip walking it again when only server-set metadata changed since.
+    schema_clean_raw: bytes | None = None
 
 
 request_admission: ContextVar[RequestAdmission | None] = ContextVar("request_admission", default=None)

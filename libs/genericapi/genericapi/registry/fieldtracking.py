@@ -26,6 +26,7 @@ from genericapi.apimachinery.k8sproto_convert import gogo_value_field
 from genericapi.apimachinery.schemas import SchemaCatalog
 
 from .codec import JsonCodec
+from .meta import same_but_server_metadata
 from .strategy import Strategy
 
 log = logging.getLogger(__name__)
@@ -189,26 +190,14 @@ class AdmissionSnapshot:
         self._tracker = tracker
         self._raw = raw
 
-    def same_but_metadata(self, obj: dict[str, Any], ignored: frozenset[str]) -> bool:
-        """Whether ``obj`` equals the object before admission but for the metadata fields named
-        in ``ignored`` (what the store sets on a create)."""
+    def same_but_metadata(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` equals the object before admission but for what the store sets on a
+        create (``meta.same_but_server_metadata``)."""
         try:
             before = deepjson.loads(self._raw)
         except Exception:  # never fail a create over a shortcut
             return False
-        if not isinstance(before, dict) or obj.keys() != before.keys():
-            return False
-        for key, value in obj.items():
-            if key == "metadata":
-                old = before[key]
-                if not isinstance(value, dict) or not isinstance(old, dict):
-                    return False
-                if {k: v for k, v in value.items() if k not in ignored} != \
-                        {k: v for k, v in old.items() if k not in ignored}:
-                    return False
-            elif before[key] != value:
-                return False
-        return True
+        return same_but_server_metadata(obj, before)
 
     def added(self, obj: dict[str, Any]) -> Observed | None:
         """What the field manager observes of the create of ``obj`` (None: ``obj`` itself)."""

@@ -29,7 +29,7 @@ from genericapi.storage.etcd import EtcdClient, KeyValue, prefix_end
 from .admissionchain import AdmissionChain, attributes, request_admission
 from .codec import JsonCodec
 from .fieldtracking import FieldTracker, Writer
-from .meta import generate_name, new_uid, now_rfc3339
+from .meta import generate_name, new_uid, now_rfc3339, same_but_server_metadata
 from .options import DeleteOptions, ListOptions, ListResult
 from .selection import attrs_function
 from .strategy import Strategy
@@ -51,13 +51,6 @@ AfterDeleteHook = Callable[[dict[str, Any]], Awaitable[None]]
 SubresourceCreate = Callable[[str, str, dict[str, Any], bool], Awaitable[tuple[int, dict[str, Any]]]]
 
 _GENERATE_NAME_ATTEMPTS = 8
-#: The metadata a create sets whatever the client sent (or the client sets and the schema walk can
-#: find nothing wrong in: a name is any string): what may differ between a request body whose
-#: schema walk found nothing and the object validated, for that walk's verdict to stand. None of
-#: them has a required field or an enum in ObjectMeta's or ManagedFieldsEntry's schema.
-SERVER_SET_METADATA = frozenset({"name", "namespace", "uid", "creationTimestamp", "generation", "managedFields",
-                                 "resourceVersion", "selfLink", "deletionTimestamp",
-                                 "deletionGracePeriodSeconds"})
 #: Unpinned updates (patches without a resourceVersion) retry on conflict like etcd3's
 #: GuaranteedUpdate; the bound only stops a pathological livelock.
 _CONFLICT_RETRIES = 200
@@ -325,7 +318,7 @@ class Store:
             written = False
             try:
                 if body_clean and before_admission is not None \
-                        and before_admission.same_but_metadata(obj, SERVER_SET_METADATA):
+                        and before_admission.same_but_metadata(obj):
                     errs = self.strategy.validate_schema_clean(obj)
                 else:
                     errs = self.strategy.validate(obj)
@@ -486,7 +479,10 @@ class Store:
                             view: SubresourceView | None = None) -> dict[str, Any] | None:
         """Validate (strategy, then validating admission) and write one prepared update; None when
         a lost race means retry."""
-        errs = self.strategy.validate_update(new, old)
+        if view is None and _update_schema_clean(new):
+            errs = self.strategy.validate_update_schema_clean(new, old)
+        else:
+            errs = self.strategy.validate_update(new, old)
         if errs:
             raise apierrors.invalid_object(self.info.group, self.info.kind, name, errs)
         if attrs is not None:
@@ -735,6 +731,21 @@ class Store:
                 raise
             deleted.append((out, deepjson.dumps(out)))
         return ListResult(deleted, listed.revision)
+
+
+def _update_schema_clean(new: dict[str, Any]) -> bool:
+    """Whether the update or patch being served checked an object whose schema walk found nothing
+    (``RequestAdmission.schema_clean_raw``) and ``new``, prepared, differs from it only in server-set
+    metadata: its walk then stands for ``new``'s."""
+    scope = request_admission.get()
+    raw = scope.schema_clean_raw if scope is not None else None
+    if raw is None:
+        return False
+    try:
+        before = deepjson.loads(raw)
+    except Exception:  # never fail a write over a shortcut
+        return False
+    return same_but_server_metadata(new, before)
 
 
 def gc_finalizers(current: list[str], opts: DeleteOptions, default_policy: str) -> list[str]:

@@ -90,6 +90,11 @@ class Strategy:
     def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
         return self.validate(new)
 
+    def validate_update_schema_clean(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        """``validate_update`` for an object known to pass the schema walk (as
+        ``validate_schema_clean``, for an update or patch)."""
+        return self.validate_update(new, old)
+
     def prune_unknown_fields(self, obj: dict[str, Any]) -> list[str] | None:
         """For kinds that know their own schema (custom resources): drop fields it does not
         declare and return their paths. None means "use the built-in schema catalog"."""
