@@ -146,6 +146,8 @@ class Gateway:
             return []
         index = self.table.member_index(scope["path"])
         urls = self.table.members[index]
+        if len(urls) == 1:  # one replica: tried whatever its health says (as below, without the lists)
+            return list(urls)
         preferred, rest = self.control.split_serving(index, urls) if self.control is not None else (list(urls), [])
         if not preferred:  # none known to serve (yet): all take turns
             preferred, rest = rest, []
