@@ -133,6 +133,44 @@ class LeanCounter(Collector):
         yield family
 
 
+class LeanGauge(Collector):
+    """A labelled gauge exposed exactly as prometheus_client's ``Gauge`` is, whose child's ``inc``,
+    ``dec`` and ``set`` are one assignment each (see ``LeanCounter``: event-loop updates only)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...],
+                 registry: CollectorRegistry = REGISTRY) -> None:
+        self.name, self.documentation, self.labelnames = name, documentation, labelnames
+        self.children: dict[tuple[str, ...], LeanGauge.Child] = {}
+        registry.register(self)
+
+    class Child:
+        __slots__ = ("value",)
+
+        def __init__(self) -> None:
+            self.value = 0.0
+
+        def inc(self, amount: float = 1.0) -> None:
+            self.value += amount
+
+        def dec(self, amount: float = 1.0) -> None:
+            self.value -= amount
+
+        def set(self, value: float) -> None:
+            self.value = float(value)
+
+    def labels(self, *labelvalues: str) -> LeanGauge.Child:
+        child = self.children.get(labelvalues)
+        if child is None:
+            child = self.children[labelvalues] = LeanGauge.Child()
+        return child
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric(self.name, self.documentation, "gauge")
+        for labelvalues, child in list(self.children.items()):
+            family.add_sample(self.name, dict(zip(self.labelnames, labelvalues, strict=True)), child.value)
+        yield family
+
+
 class LeanHistogram(Collector):
     """A labelled histogram exposed exactly as prometheus_client's ``Histogram`` is (cumulative
     ``_bucket`` series with ``le``, ``_count``, ``_sum``), whose child's ``observe`` is a bisection and
