@@ -129,7 +129,7 @@ async def watch_response(store: Store, namespace: str, opts: ListOptions, out: O
             if line is None:
                 line = shared[key] = render_event(event)
         headers_sent = True
-        return meter.sent(line)
+        return meter.sent_batched(line)
 
     # -- the direct path (directstream.py) ----------------------------------------------------
     #: True while the task holds items it took from the queue and has not written yet (waiting for
