@@ -157,7 +157,8 @@ def run(controllers: bool, keep: str) -> None:
     etcd_calls: dict[str, collections.Counter[str]] = {}
     for path in trace.glob("*.jsonl"):
         name = pid_names.get(int(path.stem))
-        if name is None and "kubechain_cli.forkserver" in path.read_text().split("\n", 1)[0]:
+        first = path.read_text().split("\n", 1)[0]
+        if name is None and ("kubechain_cli.forkserver" in first or '"--preload"' in first):
             name = "forkserver"
         if name is None:
             continue
