@@ -30,6 +30,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 
 from genericapi.handlers.directstream import SCOPE_KEY
 
+from . import memtrim
+
 #: Writes this big leave at once instead of being gathered: one more write call costs nothing next
 #: to copying them into a join (and 64 KiB is asyncio's and uvloop's default write high-water mark).
 DIRECT_BYTES = 64 * 1024
@@ -161,6 +163,7 @@ class CorkedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         corked = CorkedTransport(transport, self.loop)
         super().connection_made(corked)  # type: ignore[arg-type]
+        memtrim.TRIMMER.note_connection(self.loop)
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()

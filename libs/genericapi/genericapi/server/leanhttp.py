@@ -34,6 +34,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.utils import get_local_addr, get_remote_addr
 from uvicorn.server import ServerState
 
+from . import memtrim
 from .leanexchange import Exchange
 from .tls import parsed_peer
 
@@ -104,6 +105,7 @@ class LeanHttpProtocol(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.connections.add(self)  # type: ignore[arg-type]  # uvicorn types them as its own protocols
+        memtrim.TRIMMER.note_connection(self.loop)
         self.transport = transport  # type: ignore[assignment]
         self.server = get_local_addr(transport)  # type: ignore[arg-type]
         self.client = get_remote_addr(transport)  # type: ignore[arg-type]
