@@ -49,15 +49,25 @@ class RequestAdmission:
 request_admission: ContextVar[RequestAdmission | None] = ContextVar("request_admission", default=None)
 
 
-@dataclass
 class Reinvocation:
     """kube's ``ReinvocationContext`` for one mutating phase: a plugin that changed the object asks
     for the phase to run again (``should_reinvoke``); in that second round ``is_reinvoke`` is set.
-    ``values`` keeps each plugin's own state between the rounds (by plugin name)."""
+    ``values`` keeps each plugin's own state between the rounds (by plugin name).
 
-    should_reinvoke: bool = False
-    is_reinvoke: bool = False
-    values: dict[str, Any] = field(default_factory=dict)
+    A plain class with slots: one is made for every write's mutating phase (a dataclass with a
+    default factory cost more to build than the phase's built-in plugins took to run)."""
+
+    __slots__ = ("is_reinvoke", "should_reinvoke", "values")
+
+    def __init__(self, should_reinvoke: bool = False, is_reinvoke: bool = False,
+                 values: dict[str, Any] | None = None) -> None:
+        self.should_reinvoke = should_reinvoke
+        self.is_reinvoke = is_reinvoke
+        self.values: dict[str, Any] = values if values is not None else {}
+
+    def __repr__(self) -> str:
+        return (f"Reinvocation(should_reinvoke={self.should_reinvoke}, is_reinvoke={self.is_reinvoke}, "
+                f"values={self.values!r})")
 
 
 reinvocation: ContextVar[Reinvocation | None] = ContextVar("admission_reinvocation", default=None)
