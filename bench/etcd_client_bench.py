@@ -8,10 +8,13 @@ process), on uvloop as the services run. CPU is the child's ``getrusage(RUSAGE_S
 thread, gRPC's own included) over the measured span; etcd's CPU per op is read from ``/proc``.
 Rounds alternate the variants so that load on the shared machine falls on all of them alike.
 
-    .venv/bin/python bench/etcd_client_bench.py [--rounds 3] [--n 3000] [--conc 16] [--only a,b]
+    .venv/bin/python bench/etcd_client_bench.py [--rounds 3] [--n 3000] [--conc 16] [--only a,b] [--old DIR]
 
-Variants (see ``TXN`` and ``WATCH``): ``client`` is ``EtcdClient`` as the services use it; the others
-strip or replace layers under it.
+Variants (see ``TXN`` and ``WATCH``): ``client`` is ``EtcdClient`` as the services use it (since
+issue 15's change, on ``storage/grpcwire.py``), ``client-old`` the one of another tree (``--old``,
+e.g. the grpc.aio client of 96da3ea); ``stub``, ``raw*``, ``sync-*`` are grpc.aio and grpc's sync
+API with fewer layers, options, the poll engine, 4 channels; ``http1-json`` etcd's JSON gateway
+over HTTP/1.1 keep-alive connections; ``h2`` grpcwire's Connection alone.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from proccpu import cpu_seconds  # noqa: E402
 
-TXN = ["client", "stub", "raw", "raw-opts", "raw-poll", "raw-4ch", "sync-thread", "sync-future", "http1-json", "h2"]
-WATCH = ["client", "raw", "sync-thread", "http1-json", "h2"]
+TXN = ["client", "client-old", "stub", "raw", "raw-opts", "raw-poll", "raw-4ch", "sync-thread", "sync-future",
+       "http1-json", "h2"]
+WATCH = ["client", "client-old", "raw", "sync-thread", "http1-json", "h2"]
 
 
 def _cpu() -> float:
@@ -129,7 +133,7 @@ async def _txn_child(variant: str, endpoint: str, pki: str, n: int, conc: int, t
     keys = [f"/bench/{tag}/{i:07d}".encode() for i in range(n)]
     value = b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"},"data":{"k":"' + b"v" * 300 + b'"}}'
     op: Callable[[bytes], Awaitable[int]]
-    if variant == "client":
+    if variant in ("client", "client-old"):
         from genericapi.server.certs import CertPaths
         from genericapi.storage.etcd import EtcdClient, EtcdTLS
         paths = CertPaths(Path(pki))
@@ -245,7 +249,7 @@ async def _watch_child(variant: str, endpoint: str, pki: str, n: int, tag: str) 
 
     create = rpc.WatchRequest(create_request=rpc.WatchCreateRequest(key=prefix, range_end=prefix_end(prefix),
                                                                     prev_kv=True))
-    if variant == "client":
+    if variant in ("client", "client-old"):
         from genericapi.server.certs import CertPaths
         from genericapi.storage.etcd import EtcdClient, EtcdTLS
         paths = CertPaths(Path(pki))
@@ -392,10 +396,17 @@ def _run_child(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     return dict(json.loads(out.stdout.decode().strip().splitlines()[-1]))
 
 
+#: ``--old DIR``: the tree whose ``EtcdClient`` the ``client-old`` variant runs (git archive of a commit).
+_OLD: list[str] = []
+
+
 def _env(variant: str) -> dict[str, str]:
     env = dict(os.environ, GRPC_ENABLE_FORK_SUPPORT="0")
     if variant == "raw-poll":
         env["GRPC_POLL_STRATEGY"] = "poll"
+    if variant == "client-old":
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(_OLD[0]) / "libs" / "genericapi"), _OLD[0],
+                                             env.get("PYTHONPATH", "")])
     return env
 
 
@@ -411,8 +422,13 @@ def main() -> None:
     ap.add_argument("--watch-conc", type=int, default=0, help="writers for the watch rounds (default: --conc)")
     ap.add_argument("--watch-only", action="store_true")
     ap.add_argument("--txn-only", action="store_true")
+    ap.add_argument("--old", default="", help="a tree (git archive) for the client-old variant")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
+    if args.old:
+        _OLD.append(str(Path(args.old).resolve()))
+    elif only is None or "client-old" in only:
+        only = (only or set(TXN) | set(WATCH)) - {"client-old"}
     tmp = Path(tempfile.mkdtemp(prefix="etcd-client-bench-"))
     etcd, endpoint, pki = _start_etcd(tmp)
     try:
