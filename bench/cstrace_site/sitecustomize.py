@@ -109,10 +109,10 @@ if os.environ.get("CSTRACE_DIR"):
     def _patch_etcd(module: Any) -> None:
         original = module.EtcdClient._call
 
-        async def _call(self: Any, method: str, request: object) -> object:
+        async def _call(self: Any, method: str, *args: Any, **kwargs: Any) -> object:
             started = time.time()
             try:
-                return await original(self, method, request)
+                return await original(self, method, *args, **kwargs)
             finally:
                 _out.write(json.dumps({"t": started, "ev": "etcd", "method": method,
                                        "seconds": time.time() - started}) + "\n")
