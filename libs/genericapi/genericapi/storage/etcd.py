@@ -177,6 +177,8 @@ class EtcdClient:
         self._tls = tls or EtcdTLS()
         self._index = 0
         self._client: _Channel | None = None
+        #: Connections replaced while draining, whose open streams still run (closed by close()).
+        self._draining: set[_Channel] = set()
         self._lock = asyncio.Lock()
         #: Encryption at rest: key prefix -> the providers of the resource stored under it.
         self._transformers: list[tuple[bytes, PrefixTransformers]] = []
@@ -221,8 +223,15 @@ class EtcdClient:
         if client is not None and client.conn.usable:
             return client
         async with self._lock:
-            if self._client is not None and not self._client.conn.usable:
-                await self._reset(self._client)  # lost or told to go away: the next endpoint
+            current = self._client
+            if current is not None and current.conn.lost:
+                await self._reset(current)  # the member or the connection is gone: the next endpoint
+            elif current is not None and not current.conn.usable:
+                # Draining (GOAWAY, or its stream ids used up): the calls and watches still open on it
+                # run to their end and it then closes by itself; new calls get a new connection.
+                self._client = None
+                self._draining.add(current)
+                self._draining = {c for c in self._draining if not c.conn.lost}
             if self._client is not None:
                 return self._client
             endpoint = self._endpoints[self._index % len(self._endpoints)]
@@ -277,6 +286,9 @@ class EtcdClient:
         raise StorageUnavailable(f"etcd unavailable: {last}")
 
     async def close(self) -> None:
+        draining, self._draining = self._draining, set()
+        for channel in draining:
+            await channel.close()
         if self._client is not None:
             await self._client.close()
             self._client = None

@@ -264,7 +264,9 @@ class Connection(asyncio.Protocol):
         stream = _Stream(self._next_id, self._peer_initial_window)
         self._next_id += 2
         if self._next_id > 2**31 - 1:
-            self._draining = True  # stream ids used up: the next call opens a new connection
+            # Stream ids used up: this stream is the last; the next call opens a new connection,
+            # and this one closes when its streams (this one, a watch) have ended.
+            self._draining = True
         self._streams[stream.id] = stream
         block = self._header_block(path, deadline)
         if len(block) > self._max_frame:
@@ -319,16 +321,26 @@ class Connection(asyncio.Protocol):
         """Reset a stream we no longer want (RST_STREAM CANCEL)."""
         if self._streams.pop(stream.id, None) is None:
             return
-        self._release_slot()
         if self._lost is None:
             self._write(_frame(_RST_STREAM, 0, stream.id, _U32.pack(_CANCEL)))
+        self._release_slot()
 
     def _release_slot(self) -> None:
+        """A stream ended: wake a call waiting for a stream slot; a draining connection whose last
+        stream this was closes now."""
         while self._stream_slots:
             slot = self._stream_slots.popleft()
             if not slot.done():
                 slot.set_result(None)
-                return
+                break
+        if self._draining and not self._streams and self._lost is None and self._transport is not None:
+            self._flush()
+            self._transport.close()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the connection is gone (unlike a draining one, whose streams still run)."""
+        return self._lost is not None
 
     def _finish(self, stream: _Stream, status: int, details: str) -> None:
         if stream.status is not None:
