@@ -23,6 +23,7 @@ import orjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.errors import APIError
 from genericapi.apimachinery.user import UserInfo
+from genericapi.handlers.directstream import SCOPE_KEY as DIRECT_STREAM
 from starlette.types import Message, Receive, Scope, Send
 
 from .faults import Effect, FaultInjector, FaultPlan, FaultRule, parse_rules
@@ -123,6 +124,7 @@ async def apply_plan(plan: FaultPlan, scope: Scope, receive: Receive, send: Send
         await _answer(plan, plan.answer.effect, scope, send)
         return
     if plan.cut is not None:
+        scope.pop(DIRECT_STREAM, None)  # the cutter sees every piece: the proxy relays through send
         cutter = WatchCutter(plan.cut, receive, send)
         try:
             await forward(scope, cutter.receive, cutter.send)

@@ -34,9 +34,9 @@ from . import encryptionconfig, metrics, tracing, tracingconfig
 from .app import Dispatcher, build_app, serve
 from .auditannotations import recorded as with_audit_annotations
 from .control import ControlListen, ControlServer
-from .corking import CorkedHttpToolsProtocol
 from .discovery import DiscoveryDocuments, OrderFn
 from .health import HealthChecks
+from .leanhttp import LeanHttpProtocol
 from .openapi import OpenAPIService
 from .proxy import ReverseProxy
 from .router import APIRouter
@@ -413,7 +413,7 @@ class GenericAPIServer:
                 ssl_options.update(ssl_ca_certs=self.config.client_ca_file, ssl_cert_reqs=ssl.CERT_REQUIRED)
         await serve(self.app(), self.health, host=self.config.bind_address, port=self.config.port,
                     ssl_options=ssl_options, shutdown_delay=self.config.shutdown_delay,
-                    http_protocol=ClientCertProtocol if "ssl_certfile" in ssl_options else CorkedHttpToolsProtocol,
+                    http_protocol=ClientCertProtocol if "ssl_certfile" in ssl_options else LeanHttpProtocol,
                     before_exit=self.end_watches)
 
 

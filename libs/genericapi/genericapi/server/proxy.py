@@ -27,6 +27,7 @@ from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.links import http_base, unix_socket_path
 from genericapi.httpclient import new_session
 
+from .streamrelay import relay_direct
 from .unixhttp import BUFFER_BYTES, UnixHTTPPool, UnixResponse, UpstreamClosed
 
 __all__ = ["BUFFER_BYTES", "HOP_BY_HOP", "AbortHandler", "ReverseProxy", "UpstreamPicker", "http_base",
@@ -239,7 +240,9 @@ class ReverseProxy:
                     await self._relay_sized(unix_resp.status, unix_resp.headers, data, unix_resp.iter_chunks(),
                                             unix_resp.close, receive, send, f"method={method} URI={target!r}")
                     return
-                await self._relay_unix(unix_resp, receive, send)
+                if not await relay_direct(scope, unix_resp, send, self._streams, self._ending_streams,
+                                          _RESPONSE_OWN_B):
+                    await self._relay_unix(unix_resp, receive, send)
                 return
             if extra is None:
                 extra = self._header_source(scope) if self._header_source else []
