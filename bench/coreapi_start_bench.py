@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kubechain_cli.chain import etcd_binary, free_ports
+from kubechain_cli.chain import _die_with_parent, etcd_binary, free_ports
 
 
 def _start_etcd(data: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -36,7 +36,8 @@ def _start_etcd(data: Path) -> tuple[subprocess.Popen[bytes], str]:
         "--advertise-client-urls", url, "--listen-peer-urls", f"http://127.0.0.1:{peer}",
         "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
         "--initial-cluster", f"bench=http://127.0.0.1:{peer}", "--log-level", "error"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent)  # a child killed by the parent's timeout takes its etcd along
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
