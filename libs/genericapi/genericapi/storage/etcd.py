@@ -443,7 +443,8 @@ class EtcdClient:
             # The server ended the call with OK: for a watch that is the member going away.
             raise StorageUnavailable("etcd watch: the stream ended")
         except RpcError as err:
-            await self._reset(client)
+            if client.conn.lost:  # the connection broke; a failure of this stream alone leaves it be
+                await self._reset(client)
             raise StorageUnavailable(f"etcd watch: {err.details}") from err
         finally:
             self.open_watches[prefix] -= 1
