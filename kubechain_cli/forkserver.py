@@ -51,8 +51,8 @@ from typing import Any
 #: roots pull in 826 of the 870-970 modules each service loads (FastAPI, Starlette, pydantic, uvicorn,
 #: gRPC, aiohttp, cryptography, prometheus_client, PyYAML, the shared library's server, registry and
 #: storage layers) and nothing only one of them imports (so no service gains another's metrics or
-#: module state). uvicorn's websocket protocol and lifespan are the modules ``uvicorn.Config.load``
-#: imports when each service starts serving (h11 and wsproto: ~0.18 s of CPU apiece).
+#: module state). uvicorn's lifespan is what ``uvicorn.Config.load`` imports when each service
+#: starts serving (no websocket protocol: the services serve uvicorn with ``ws="none"``).
 PRELOAD = (
     "genericapi.server.apiserver",
     "genericapi.server.app",
@@ -66,7 +66,6 @@ PRELOAD = (
     "genericapi.apimachinery.matchconditions",
     "cryptography.x509",
     "aiohttp",
-    "uvicorn.protocols.websockets.auto",
     "uvicorn.lifespan.on",
 )
 #: The services that may be forked (``python -m <module>``).

@@ -18,7 +18,10 @@ import pytest
 #: Loaded on demand only (each was several percent of a service's import instructions under callgrind).
 _LAZY = ("httpx", "kubernetes_validate", "jsonschema", "cel", "genericapi.apimachinery.cel.binding",
          "genericapi.apimachinery.cel.compiler", "genericapi.apimachinery.cel.validator",
-         "genericapi.apimachinery.cel.admission", "genericapi.apimachinery.cel.library")
+         "genericapi.apimachinery.cel.admission", "genericapi.apimachinery.cel.library",
+         # never needed: the shell is Starlette (FastAPI and its pydantic models were ~0.45 s of every
+         # cold start's CPU) and uvicorn serves no WebSocket (ws="none")
+         "fastapi", "pydantic", "wsproto", "websockets")
 
 _PROBE = """
 import sys

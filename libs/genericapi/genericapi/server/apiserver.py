@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
@@ -390,11 +390,10 @@ class GenericAPIServer:
             self.delegate.end_streams()  # watches this link relays to the next one end cleanly too
 
     def app(self) -> Dispatcher:
-        def extra(app: FastAPI) -> None:
-            app.add_api_route("/openapi/v2", self.openapi.v2, methods=["GET"], include_in_schema=False)
-            app.add_api_route("/openapi/v3", self.openapi.v3_index, methods=["GET"], include_in_schema=False)
-            app.add_api_route("/openapi/v3/{path:path}", self.openapi.v3, methods=["GET"],
-                              include_in_schema=False)
+        def extra(app: Starlette) -> None:
+            app.add_route("/openapi/v2", self.openapi.v2, methods=["GET"], include_in_schema=False)
+            app.add_route("/openapi/v3", self.openapi.v3_index, methods=["GET"], include_in_schema=False)
+            app.add_route("/openapi/v3/{path:path}", self.openapi.v3, methods=["GET"], include_in_schema=False)
 
         api: ASGIApp = _Lazy(self)
         if self.tracing is not None:
