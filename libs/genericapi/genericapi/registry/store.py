@@ -35,6 +35,7 @@ from .selection import attrs_function
 from .strategy import Strategy
 from .subresourceview import SubresourceView
 from .translate import to_api_error
+from .writeorigin import WriteOrigin
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,58 @@ class Store:
             return self._decode(kv)
         return copy.deepcopy(read)
 
+    # -- where a write starts (writeorigin.py) --------------------------------------------
+    async def _origin(self, namespace: str, name: str, *, current: bool = False) -> WriteOrigin:
+        """The state an update or delete starts from: the watch cache's copy when the cache is ready
+        and holds the key (kube's Cacher passes it as ``cachedExistingObject``), else etcd's (404
+        when etcd has no such key). ``current`` asks for etcd's. A store whose ``_read`` transforms
+        what it decodes (a custom resource's conversion) always reads etcd: the cache holds the
+        stored version."""
+        if not current and type(self)._read is Store._read and self.cache.ready:
+            cached = self.cache.get(self.key(namespace, name))
+            if cached is not None:
+                return WriteOrigin.from_cache(cached)
+        obj, kv = await self._read(namespace, name)
+        return WriteOrigin(obj, kv, True)
+
+    async def _origin_after_conflict(self, err: serrors.RevisionConflictError, namespace: str,
+                                     name: str) -> WriteOrigin:
+        """The state to retry from after a Txn's compare failed: what its else branch read (current,
+        no read of our own), as etcd3's GuaranteedUpdate retries."""
+        kv = err.current
+        if isinstance(kv, KeyValue) and type(self)._read is Store._read:
+            return WriteOrigin(self._decode(kv), kv, True)
+        return await self._origin(namespace, name, current=True)
+
+    def _origin_copy(self, origin: WriteOrigin) -> dict[str, Any]:
+        """A private copy of the origin's object, for a write to change."""
+        if origin.cached is not None:
+            return origin.cached.decode()
+        return self._private_copy(origin.obj, origin.kv)
+
+    async def _recheck(self, origin: WriteOrigin, err: APIError, namespace: str, name: str) -> WriteOrigin:
+        """``err`` came out of a write computed on ``origin``: raise it when ``origin`` is current or
+        turns out to be (etcd holds the same revision); else the current state to do it again on
+        (etcd3's ``if !origStateIsCurrent { getCurrentState(); continue }``). A stale cache never
+        answers a precondition, conflict, validation or admission error of its own."""
+        if origin.current:
+            raise err
+        fresh = await self._origin(namespace, name, current=True)
+        if fresh.revision == origin.revision:
+            raise err
+        return fresh
+
+    async def _current_instead(self, origin: WriteOrigin, namespace: str, name: str) -> WriteOrigin | None:
+        """A write computed on ``origin`` ends without writing ("nothing changed", a pending graceful
+        deletion): None when ``origin`` is current (or etcd holds its revision, and the value needs no
+        rewrite for a new encryption key), else the current state to do it again on."""
+        if origin.current:
+            return None
+        fresh = await self._origin(namespace, name, current=True)
+        if fresh.revision == origin.revision and not fresh.kv.stale:
+            return None
+        return fresh
+
     async def get(self, namespace: str, name: str, resource_version: str = "") -> dict[str, Any]:
         if resource_version not in ("", "0"):
             _refuse_unparseable_rv(resource_version)
@@ -212,12 +265,16 @@ class Store:
         limit = opts.limit
         more = False
         last_key = b""
+        remaining = 0
         try:
             while True:
                 batch = max(limit - len(out), 0) if limit else 0
                 if limit and pred is not None:
                     batch = max(batch, 100)
-                kvs, header, more = await self.client.range(start, end, revision=revision, limit=batch)
+                # etcd counts [start, end) in the same answer: a page's remainingItemCount needs no
+                # second call (kube's GetList takes it from the page's response).
+                kvs, header, more, count = await self.client.range_counted(start, end, revision=revision,
+                                                                           limit=batch)
                 revision = revision or header
                 stopped = len(kvs) - 1
                 for i, kv in enumerate(kvs):
@@ -230,6 +287,7 @@ class Store:
                             break
                 if limit and len(out) >= limit:
                     more = more or stopped < len(kvs) - 1
+                    remaining = count - (stopped + 1)  # the keys after the last one returned
                     break
                 if not more or not kvs:
                     more = False
@@ -248,7 +306,7 @@ class Store:
         if more and limit:
             result.continue_token = _encode_continue(revision, last_key.decode()[len(self.key_prefix) + 1:])
             if not opts.filtered:
-                result.remaining = await self.client.count(last_key + b"\0", end, revision)
+                result.remaining = remaining
         return result
 
     async def watch(self, namespace: str, opts: ListOptions) -> CacheWatcher:
@@ -405,67 +463,110 @@ class Store:
         ``view_from_parent``: ``produce`` changes the stored object itself (an apply to ``/scale``
         merges managed fields of the parent) and admission sees the view of what it made.
         """
+        origin = await self._origin(namespace, name, current=dry_run)
         for _ in range(_CONFLICT_RETRIES):
-            old, kv = await self._read(namespace, name)
-            current_rv = old["metadata"]["resourceVersion"]
-            old_view = view.to_view(old) if view is not None else None
-            base = old  # the object the admitted view is written back into
-            if old_view is not None and not view_from_parent:
-                new = produce(copy.deepcopy(old_view))
-            else:
-                new = produce(self._private_copy(old, kv))
-                if view is not None:
-                    base, new = new, view.to_view(new)
-            if not isinstance(new.get("metadata"), dict):
-                new["metadata"] = {}
-            new_rv = str(new["metadata"].get("resourceVersion") or current_rv)
-            pinned = precondition if precondition is not None else new_rv != current_rv
-            if new_rv != current_rv:
-                raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
-            attrs = None
-            if self.admission:
-                # kube's mutating admission runs in the update's object transformers: on the
-                # patched or replaced object, against the stored one, before PrepareForUpdate.
-                if view is not None:
-                    attrs = self.view_attributes(view, namespace, name, new, old_view, dry_run)
-                else:
-                    attrs = self.admission_attributes(adm.UPDATE, namespace, name, new, old,
-                                                      subresource=subresource, dry_run=dry_run)
-                await self.admission.admit(attrs)
-                new = attrs.obj if attrs.obj is not None else new
-            if view is not None:
-                new = view.to_parent(self._private_copy(old, kv) if base is old else copy.deepcopy(base), new)
-            produced = new
-            new = self._prepare_update(namespace, name, new, old, subresource)
-            self.fields.track(old, new, writer, produced)
-            finish = None
-            if self.begin_update is not None and subresource != "status":
-                finish = await self.begin_update(new, old, dry_run)
-            out = None
+            old, kv = origin.obj, origin.kv
+            finish: FinishHook | None = None
+            out: dict[str, Any] | None = None
             try:
-                out = await self._write_update(namespace, name, new, old, kv, pinned, dry_run, subresource, attrs,
-                                               view)
+                try:
+                    new, attrs, finish = await self._produce_update(
+                        namespace, name, produce, origin, dry_run, subresource, writer, view, view_from_parent)
+                    await self._validate_update(name, new, old, attrs, view)
+                except APIError as err:
+                    # Decided on a copy that may be stale: again on the current state, unless it is.
+                    origin = await self._recheck(origin, err, namespace, name)
+                    continue
+                if new == old and not kv.stale and not self.should_delete_during_update(new):
+                    # Nothing changed: no write, no new resourceVersion (as kube), once the stored
+                    # object is known to be this one. A value stored with an older encryption key
+                    # is written again all the same (how keys are rotated).
+                    fresh = await self._current_instead(origin, namespace, name)
+                    if fresh is None:
+                        out = old
+                        return old
+                    origin = fresh
+                    continue
+                try:
+                    out = await self._write_update(name, new, kv, dry_run)
+                except serrors.RevisionConflictError as err:
+                    # The resourceVersion a PUT pinned is not the stored one any more: kube's 409.
+                    # (A patch's own resourceVersion meets the current state in the next round.)
+                    if precondition:
+                        raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
+                    origin = await self._origin_after_conflict(err, namespace, name)
+                    continue
+                return out
             finally:
                 if finish is not None:
                     await finish(out is not None)  # a failed or retried update gives back its allocations
-            if out is not None:
-                return out
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+
+    async def _produce_update(self, namespace: str, name: str,
+                              produce: Callable[[dict[str, Any]], dict[str, Any]], origin: WriteOrigin,
+                              dry_run: bool, subresource: str, writer: Writer | None,
+                              view: SubresourceView | None, view_from_parent: bool,
+                              ) -> tuple[dict[str, Any], adm.Attributes | None, FinishHook | None]:
+        """kube's tryUpdate up to validation: the new object from ``produce`` on a private copy of
+        ``origin``, the version check, mutating admission, the strategy's preparation, field
+        tracking and the resource's begin-update hook: (new, admission record, finish hook)."""
+        old = origin.obj
+        current_rv = old["metadata"]["resourceVersion"]
+        old_view = view.to_view(old) if view is not None else None
+        base = old  # the object the admitted view is written back into
+        if old_view is not None and not view_from_parent:
+            new = produce(copy.deepcopy(old_view))
+        else:
+            new = produce(self._origin_copy(origin))
+            if view is not None:
+                base, new = new, view.to_view(new)
+        if not isinstance(new.get("metadata"), dict):
+            new["metadata"] = {}
+        new_rv = str(new["metadata"].get("resourceVersion") or current_rv)
+        if new_rv != current_rv:
+            raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+        attrs = None
+        if self.admission:
+            # kube's mutating admission runs in the update's object transformers: on the
+            # patched or replaced object, against the stored one, before PrepareForUpdate.
+            if view is not None:
+                attrs = self.view_attributes(view, namespace, name, new, old_view, dry_run)
+            else:
+                attrs = self.admission_attributes(adm.UPDATE, namespace, name, new, old,
+                                                  subresource=subresource, dry_run=dry_run)
+            await self.admission.admit(attrs)
+            new = attrs.obj if attrs.obj is not None else new
+        if view is not None:
+            new = view.to_parent(self._origin_copy(origin) if base is old else copy.deepcopy(base), new)
+        produced = new
+        new = self._prepare_update(namespace, name, new, old, subresource)
+        self.fields.track(old, new, writer, produced)
+        finish = None
+        if self.begin_update is not None and subresource != "status":
+            finish = await self.begin_update(new, old, dry_run)
+        return new, attrs, finish
 
     async def storage_update(self, namespace: str, name: str,
                              mutate: Callable[[dict[str, Any]], dict[str, Any]], *,
                              dry_run: bool = False) -> dict[str, Any]:
-        """kube's ``Storage.GuaranteedUpdate`` beneath the strategy: read, ``mutate`` (it may raise),
-        write against the read revision, again after a lost race. No strategy, admission or
-        field tracking runs: ``pods/binding`` writes spec.nodeName and a status condition so."""
+        """kube's ``Storage.GuaranteedUpdate`` beneath the strategy: read (the watch cache's copy
+        first, as kube's Cacher), ``mutate`` (it may raise), write against the read revision, again
+        after a lost race. No strategy, admission or field tracking runs: ``pods/binding`` writes
+        spec.nodeName and a status condition so."""
+        origin = await self._origin(namespace, name, current=dry_run)
         for _ in range(_CONFLICT_RETRIES):
-            old, kv = await self._read(namespace, name)
-            new = mutate(self._private_copy(old, kv))
+            try:
+                new = mutate(self._origin_copy(origin))
+            except APIError as err:
+                origin = await self._recheck(origin, err, namespace, name)
+                continue
             if dry_run:
                 return new
+            kv = origin.kv
             try:
                 rev = await self.client.update(kv.key, await self.encode(new), kv.mod_revision)
-            except serrors.RevisionConflictError:
+            except serrors.RevisionConflictError as err:
+                origin = await self._origin_after_conflict(err, namespace, name)
                 continue
             except serrors.StorageError as err:
                 raise self._err(err, name, operation="update") from err
@@ -473,12 +574,9 @@ class Store:
             return new
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
 
-    async def _write_update(self, namespace: str, name: str, new: dict[str, Any], old: dict[str, Any],
-                            kv: KeyValue, pinned: bool, dry_run: bool, subresource: str = "",
-                            attrs: adm.Attributes | None = None,
-                            view: SubresourceView | None = None) -> dict[str, Any] | None:
-        """Validate (strategy, then validating admission) and write one prepared update; None when
-        a lost race means retry."""
+    async def _validate_update(self, name: str, new: dict[str, Any], old: dict[str, Any],
+                               attrs: adm.Attributes | None, view: SubresourceView | None) -> None:
+        """Validate one prepared update: the strategy, then validating admission."""
         if view is None and _update_schema_clean(new):
             errs = self.strategy.validate_update_schema_clean(new, old)
         else:
@@ -492,7 +590,10 @@ class Store:
             else:
                 attrs.obj = new
             await self.admission.validate(attrs)
-        new_meta = new["metadata"]
+
+    async def _write_update(self, name: str, new: dict[str, Any], kv: KeyValue, dry_run: bool) -> dict[str, Any]:
+        """Write one validated update that changes something: the Txn against ``kv``'s revision
+        (RevisionConflictError carries the key as it is now)."""
         if self.should_delete_during_update(new):
             # The last finalizer is gone from an object being deleted: it goes now.
             if dry_run:
@@ -500,28 +601,20 @@ class Store:
             try:
                 await self.client.delete(kv.key, kv.mod_revision)
             except serrors.RevisionConflictError:
-                if pinned:
-                    raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
-                return None
+                raise
             except serrors.StorageError as err:
                 raise self._err(err, name, operation="update") from err
             await self._deleted(new)
             return new
-        if new == old and not kv.stale:
-            # Nothing changed: no write, no new resourceVersion (as kube). A value stored with an
-            # older encryption key is written again all the same (how keys are rotated).
-            return old
         if dry_run:
             return new
         try:
             rev = await self.client.update(kv.key, await self.encode(new), kv.mod_revision)
         except serrors.RevisionConflictError:
-            if pinned:
-                raise apierrors.optimistic_lock(self.info.group, self.info.plural, name) from None
-            return None
+            raise
         except serrors.StorageError as err:
             raise self._err(err, name, operation="update") from err
-        new_meta["resourceVersion"] = str(rev)
+        new["metadata"]["resourceVersion"] = str(rev)
         return new
 
     # -- admission ------------------------------------------------------------------------
@@ -595,51 +688,64 @@ class Store:
     # -- delete ---------------------------------------------------------------------------
     async def delete(self, namespace: str, name: str, opts: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Delete one object: (the object, whether it is gone now rather than pending finalizers)."""
+        origin = await self._origin(namespace, name, current=opts.dry_run)
         for _ in range(_CONFLICT_RETRIES):
-            obj, kv = await self._read(namespace, name)
+            obj, kv = origin.obj, origin.kv
             meta = obj["metadata"]
-            self._check_preconditions(name, meta, opts)
-            await self.validate_delete(namespace, name, obj, opts)
-            graceful, pending = self._before_delete(obj, opts)
-            if pending:
-                return obj, False  # a graceful deletion is under way and this one would not shorten it
+            try:
+                self._check_preconditions(name, meta, opts)
+                await self.validate_delete(namespace, name, obj, opts)
+                graceful, pending = self._before_delete(obj, opts)
+            except APIError as err:
+                # Decided on a copy that may be stale: again on the current state, unless it is.
+                origin = await self._recheck(origin, err, namespace, name)
+                continue
             finalizers = list(meta.get("finalizers") or [])
             if self.gc_enabled:
                 finalizers = gc_finalizers(finalizers, opts, self.default_gc_policy)
-            if graceful and not finalizers:
-                done = await self._graceful_delete(obj, kv, opts.dry_run)
-                if done is None:
+            unchanged = pending or (bool(finalizers) and bool(meta.get("deletionTimestamp")) and not graceful
+                                    and finalizers == list(meta.get("finalizers") or []))
+            if unchanged:
+                # A graceful deletion under way that this one would not shorten, or an object already
+                # being deleted: nothing is written, once the stored object is known to be this one.
+                fresh = await self._current_instead(origin, namespace, name)
+                if fresh is not None:
+                    origin = fresh
                     continue
-                return obj, done
-            if finalizers:
-                if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []) \
-                        and not graceful:
-                    return obj, False  # already being deleted; nothing changes
-                if self.strategy.tracks_generation and not meta.get("deletionTimestamp"):
-                    meta["generation"] = int(meta.get("generation") or 1) + 1  # once, as markAsDeleting
-                meta.setdefault("deletionTimestamp", now_rfc3339())
-                meta.setdefault("deletionGracePeriodSeconds", 0)
-                meta["finalizers"] = finalizers
-                if opts.dry_run:
+                return obj, False
+            try:
+                if graceful and not finalizers:
+                    return obj, await self._graceful_delete(obj, kv, opts.dry_run)
+                if finalizers:
+                    if self.strategy.tracks_generation and not meta.get("deletionTimestamp"):
+                        meta["generation"] = int(meta.get("generation") or 1) + 1  # once, as markAsDeleting
+                    meta.setdefault("deletionTimestamp", now_rfc3339())
+                    meta.setdefault("deletionGracePeriodSeconds", 0)
+                    meta["finalizers"] = finalizers
+                    if opts.dry_run:
+                        return obj, False
+                    try:
+                        rev = await self.client.update(kv.key, await self.encode(obj), kv.mod_revision)
+                    except serrors.RevisionConflictError:
+                        raise
+                    except serrors.StorageError as err:
+                        raise self._err(err, name, operation="delete") from err
+                    meta["resourceVersion"] = str(rev)
                     return obj, False
+                if opts.dry_run:
+                    return obj, True
                 try:
-                    rev = await self.client.update(kv.key, await self.encode(obj), kv.mod_revision)
+                    await self.client.delete(kv.key, kv.mod_revision)
                 except serrors.RevisionConflictError:
-                    continue
+                    raise
+                except serrors.KeyNotFoundError as err:
+                    raise self._not_found(name) from err
                 except serrors.StorageError as err:
                     raise self._err(err, name, operation="delete") from err
-                meta["resourceVersion"] = str(rev)
-                return obj, False
-            if opts.dry_run:
-                return obj, True
-            try:
-                await self.client.delete(kv.key, kv.mod_revision)
-            except serrors.RevisionConflictError:
+            except serrors.RevisionConflictError as err:
+                # Changed in between: again from what the failed Txn read (kube's retry).
+                origin = await self._origin_after_conflict(err, namespace, name)
                 continue
-            except serrors.KeyNotFoundError as err:
-                raise self._not_found(name) from err
-            except serrors.StorageError as err:
-                raise self._err(err, name, operation="delete") from err
             await self._deleted(obj)
             return obj, True
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
@@ -670,9 +776,10 @@ class Store:
             meta["generation"] = int(meta.get("generation") or 1) + 1
         return True, False
 
-    async def _graceful_delete(self, obj: dict[str, Any], kv: KeyValue, dry_run: bool) -> bool | None:
+    async def _graceful_delete(self, obj: dict[str, Any], kv: KeyValue, dry_run: bool) -> bool:
         """Write the graceful deletion marks; with a zero grace period the object then goes (as
-        kube: an update then a delete). Whether it is gone; None when a lost race means retry."""
+        kube: an update then a delete). Whether it is gone; RevisionConflictError (with the key as it
+        is now) when a lost race means retry."""
         meta = obj["metadata"]
         immediate = not meta.get("deletionGracePeriodSeconds")
         if dry_run:
@@ -680,7 +787,7 @@ class Store:
         try:
             rev = await self.client.update(kv.key, await self.encode(obj), kv.mod_revision)
         except serrors.RevisionConflictError:
-            return None
+            raise
         except serrors.StorageError as err:
             raise self._err(err, meta.get("name", ""), operation="delete") from err
         meta["resourceVersion"] = str(rev)
@@ -689,7 +796,7 @@ class Store:
         try:
             await self.client.delete(kv.key, rev)
         except serrors.RevisionConflictError:
-            return None  # changed in between: the next round deletes it (its grace period is 0)
+            raise  # changed in between: the next round deletes it (its grace period is 0)
         except serrors.KeyNotFoundError:
             pass  # someone else deleted it first: that is fine
         except serrors.StorageError as err:
