@@ -235,6 +235,9 @@ class GenericAPIServer:
         #: Set when the drain ends the watches: new watches are refused (429, Retry-After) until exit.
         self.draining = False
         self._warm: asyncio.Future[object] | None = None
+        #: Under ``run``, the control channel reports SERVING once the HTTP socket is bound, not at
+        #: the end of ``start`` (uvicorn binds after the lifespan's start-up).
+        self._serve_once_bound = False
         self.delegate: ReverseProxy | None = None
         if config.delegate_urls:
             ctx = client_ssl_context(config.client_ca_file, config.proxy_client_cert_file,
@@ -336,6 +339,8 @@ class GenericAPIServer:
     async def start(self) -> None:
         await self._wait_for_etcd()
         self.publish()
+        if self.control is not None:  # NOT_SERVING until the end: the gateway connects meanwhile
+            await self.control.bind()
         await asyncio.gather(*(s.start() for s in self.stores))
         self._informers.finish()
         for hook in self.post_start:
@@ -343,10 +348,15 @@ class GenericAPIServer:
         asyncio.get_running_loop().create_task(self.openapi.warm())
         # Load the protobuf descriptors off the event loop now, not on the first typed request.
         self._warm = asyncio.get_running_loop().run_in_executor(None, k8sproto.registry)
-        if self.control is not None:
-            await self.control.start()
+        if self.control is not None and not self._serve_once_bound:
+            await self.control.serve()
         self._started.set()
         log.info("%s ready", self.config.name)
+
+    async def _bound(self) -> None:
+        """``run``'s socket is bound (after ``start``): the gateway hears SERVING and may send requests."""
+        if self.control is not None:
+            await self.control.serve()
 
     async def _wait_for_etcd(self) -> None:
         delay = 0.05
@@ -402,7 +412,9 @@ class GenericAPIServer:
                           extra=extra)
         return Dispatcher(shell, api)
 
-    async def run(self) -> None:
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Serve until SIGTERM (or ``stop`` is set); the control channel reports SERVING only once
+        the HTTP socket accepts connections."""
         ssl_options: dict[str, Any] = {}
         if self.config.unix_socket:
             ssl_options = {"uds": self.config.unix_socket}
@@ -410,10 +422,11 @@ class GenericAPIServer:
             ssl_options = {"ssl_certfile": self.config.tls_cert_file, "ssl_keyfile": self.config.tls_key_file}
             if self.config.client_ca_file:
                 ssl_options.update(ssl_ca_certs=self.config.client_ca_file, ssl_cert_reqs=ssl.CERT_REQUIRED)
+        self._serve_once_bound = True
         await serve(self.app(), self.health, host=self.config.bind_address, port=self.config.port,
                     ssl_options=ssl_options, shutdown_delay=self.config.shutdown_delay,
                     http_protocol=ClientCertProtocol if "ssl_certfile" in ssl_options else LeanHttpProtocol,
-                    before_exit=self.end_watches)
+                    before_exit=self.end_watches, after_startup=self._bound, stop=stop)
 
 
 class _Lazy:

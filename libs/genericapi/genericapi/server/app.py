@@ -118,28 +118,41 @@ def dump_tasks() -> None:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: ``serve`` orders the shutdown itself."""
+    """uvicorn without its own signal handling: ``serve`` orders the shutdown itself; ``after_startup``
+    runs once the socket is bound (uvicorn runs the lifespan's start-up first, then binds)."""
+
+    def __init__(self, config: uvicorn.Config, after_startup: Hook | None = None) -> None:
+        super().__init__(config)
+        self._after_startup = after_startup
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
 
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self._after_startup is not None and not self.should_exit:
+            await self._after_startup()
+
 
 async def serve(app: ASGIApp, health: HealthChecks, *, host: str, port: int,
                 ssl_options: dict[str, Any] | None = None, shutdown_delay: float = 1.0,
                 http_protocol: Any = CorkedHttpToolsProtocol,
-                before_exit: Hook | None = None, graceful_timeout: float = 10.0) -> None:
+                before_exit: Hook | None = None, graceful_timeout: float = 10.0,
+                after_startup: Hook | None = None, stop: asyncio.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT: readyz turns false, a short delay, then stop accepting,
-    let in-flight requests finish (bounded), end watches, exit (kube-apiserver's order)."""
+    let in-flight requests finish (bounded), end watches, exit (kube-apiserver's order).
+    ``after_startup`` runs once the socket accepts connections (the lifespan's start-up ran
+    before); setting ``stop`` begins the same graceful stop as SIGTERM (a server run in-process)."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             loop="none", http=http_protocol, ws="none", timeout_graceful_shutdown=int(graceful_timeout),
                             access_log=False, timeout_keep_alive=60, server_header=False,
                             # No ProxyHeadersMiddleware: the peer address stays the peer's (audit's
                             # sourceIPs read X-Forwarded-For themselves, as kube's do), one less layer.
                             proxy_headers=False, **(ssl_options or {}))
-    server = _Server(config)
+    server = _Server(config, after_startup)
     loop = asyncio.get_running_loop()
-    stopping = asyncio.Event()
+    stopping = stop if stop is not None else asyncio.Event()
 
     def on_signal() -> None:
         if not server.started:

@@ -150,6 +150,14 @@ class ControlServer:
 
     async def start(self) -> None:
         """Listen, then report SERVING (call once the API server itself is started)."""
+        await self.bind()
+        await self.serve()
+
+    async def bind(self) -> None:
+        """Listen, reporting NOT_SERVING (again: nothing): the gateway connects and gets the discovery
+        stream while the API server still starts, and hears SERVING the moment ``serve`` is called."""
+        if self._server is not None:
+            return
         for service in ("", SERVICE_NAME):
             await self.health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         server = grpc.aio.server(options=SERVER_OPTIONS)
@@ -167,9 +175,12 @@ class ControlServer:
             self.address = target
         await server.start()
         self._server = server
+        log.info("control channel of %s on %s", self.feed.member, self.address)
+
+    async def serve(self) -> None:
+        """Report SERVING (the API server is started)."""
         for service in ("", SERVICE_NAME):
             await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
-        log.info("control channel of %s on %s", self.feed.member, self.address)
 
     async def _credentials(self) -> grpc.ServerCredentials:
         listen = self.listen
