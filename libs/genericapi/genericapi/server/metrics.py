@@ -8,8 +8,10 @@ flow control, long-running requests and watch events by the watch handler, ``aut
 ``authorization_*`` by the gateway's filters, in-flight watermarks by the gateway (see
 aggregator/metricsmerge.py for how the members' metrics reach the gateway's ``/metrics``).
 
-The hot path only looks up a cached child per label tuple: ``prometheus_client``'s own ``labels()``
-validates and locks on every call.
+The series updated on every request are the lean kinds below (``LeanCounter``, ``LeanHistogram``,
+``LeanGauge``): a cached child per label tuple whose update is an addition, where
+``prometheus_client``'s own ``labels()`` validates and its children lock on every call. They expose
+the same text prometheus_client's Counter, Histogram and Gauge would.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from urllib.parse import parse_qs
 
-from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import Gauge, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
@@ -39,43 +41,6 @@ COMPONENT = "apiserver"
 LATENCY_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20,
                    30, 45, 60)
 
-REQUESTS = Counter(
-    "apiserver_request_total",
-    "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, "
-    "scope, component, and HTTP response code.",
-    ["verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component", "code"],
-)
-LATENCY = Histogram(
-    "apiserver_request_duration_seconds",
-    "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, "
-    "subresource, scope and component.",
-    ["verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"],
-    buckets=LATENCY_BUCKETS,
-)
-RESPONSE_SIZES = Histogram(
-    "apiserver_response_sizes",
-    "[STABLE] Response size distribution in bytes for each group, version, verb, resource, subresource, scope "
-    "and component.",
-    ["verb", "group", "version", "resource", "subresource", "scope", "component"],
-    buckets=(1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9),
-)
-LONGRUNNING = Gauge(
-    "apiserver_longrunning_requests",
-    "[STABLE] Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, "
-    "scope and component. Not all requests are tracked this way.",
-    ["verb", "group", "version", "resource", "subresource", "scope", "component"],
-)
-INFLIGHT = Gauge(
-    "apiserver_current_inflight_requests",
-    "[STABLE] Maximal number of currently used inflight request limit of this apiserver per request kind in "
-    "last second.",
-    ["request_kind"],
-)
-TERMINATIONS = Counter(
-    "apiserver_request_terminations_total",
-    "[ALPHA] Number of requests which apiserver terminated in self-defense.",
-    ["verb", "group", "version", "resource", "subresource", "scope", "component", "code"],
-)
 
 
 class PlainCounter(Collector):
@@ -215,6 +180,48 @@ class LeanHistogram(Collector):
         yield family
 
 
+#: The per-request series, updated on every request the backends' routers and the gateway answer:
+#: the lean kinds (one addition per update), exposed exactly as prometheus_client's Counter,
+#: Histogram and Gauge would (tests/unit/test_request_metrics_lean.py compares the text).
+REQUESTS = LeanCounter(
+    "apiserver_request_total",
+    "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, "
+    "scope, component, and HTTP response code.",
+    ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component", "code"),
+)
+LATENCY = LeanHistogram(
+    "apiserver_request_duration_seconds",
+    "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, "
+    "subresource, scope and component.",
+    ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"),
+    buckets=LATENCY_BUCKETS,
+)
+RESPONSE_SIZES = LeanHistogram(
+    "apiserver_response_sizes",
+    "[STABLE] Response size distribution in bytes for each group, version, verb, resource, subresource, scope "
+    "and component.",
+    ("verb", "group", "version", "resource", "subresource", "scope", "component"),
+    buckets=(1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9),
+)
+LONGRUNNING = LeanGauge(
+    "apiserver_longrunning_requests",
+    "[STABLE] Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, "
+    "scope and component. Not all requests are tracked this way.",
+    ("verb", "group", "version", "resource", "subresource", "scope", "component"),
+)
+#: Published once a second at most (InflightWatermark), not per request: prometheus_client's own.
+INFLIGHT = Gauge(
+    "apiserver_current_inflight_requests",
+    "[STABLE] Maximal number of currently used inflight request limit of this apiserver per request kind in "
+    "last second.",
+    ["request_kind"],
+)
+TERMINATIONS = LeanCounter(
+    "apiserver_request_terminations_total",
+    "[ALPHA] Number of requests which apiserver terminated in self-defense.",
+    ("verb", "group", "version", "resource", "subresource", "scope", "component", "code"),
+)
+
 AUTHENTICATION_ATTEMPTS = PlainCounter(
     "authentication_attempts", "[ALPHA] Counter of authenticated attempts.", ("result",))
 AUTHENTICATED_USERS = PlainCounter(
@@ -236,32 +243,32 @@ AUTHORIZATION_LATENCY = LeanHistogram(
 #: scope, component.
 RequestLabels = tuple[str, str, str, str, str, str, str, str]
 
-_counters: dict[tuple[RequestLabels, int], Counter] = {}
-_latencies: dict[RequestLabels, Histogram] = {}
-_sizes: dict[RequestLabels, Histogram] = {}
+#: A request's three children (count, latency, and size for reads) by its labels and code: one dict
+#: lookup per request. Children are never removed, so they stay those the collectors expose.
+_children: dict[tuple[RequestLabels, int],
+                tuple[LeanCounter.Child, LeanHistogram.Child, LeanHistogram.Child | None]] = {}
+
+
+def _request_children(labels: RequestLabels, code: int) -> tuple[LeanCounter.Child, LeanHistogram.Child,
+                                                                  LeanHistogram.Child | None]:
+    sizes = RESPONSE_SIZES.labels(labels[0], *labels[2:]) if labels[0] in ("GET", "LIST") else None
+    children = _children[(labels, code)] = (REQUESTS.labels(*labels, str(code)), LATENCY.labels(*labels), sizes)
+    return children
 
 
 def record_request(labels: RequestLabels, code: int, elapsed: float, size: int = 0) -> None:
     """kube's MonitorRequest: count, time and (reads only) size one answered request."""
-    counter = _counters.get((labels, code))
-    if counter is None:
-        counter = _counters[(labels, code)] = REQUESTS.labels(*labels, str(code))
-    counter.inc()
-    latency = _latencies.get(labels)
-    if latency is None:
-        latency = _latencies[labels] = LATENCY.labels(*labels)
-    latency.observe(elapsed)
-    if labels[0] in ("GET", "LIST"):
-        sizes = _sizes.get(labels)
-        if sizes is None:
-            sizes = _sizes[labels] = RESPONSE_SIZES.labels(labels[0], *labels[2:])
+    children = _children.get((labels, code)) or _request_children(labels, code)
+    children[0].value += 1
+    children[1].observe(elapsed)
+    sizes = children[2]
+    if sizes is not None:
         sizes.observe(size)
 
 
-def longrunning(labels: RequestLabels) -> Gauge:
+def longrunning(labels: RequestLabels) -> LeanGauge.Child:
     """The ``apiserver_longrunning_requests`` child of a watch or connect request (inc/dec it)."""
-    gauge: Gauge = LONGRUNNING.labels(labels[0], *labels[2:])
-    return gauge
+    return LONGRUNNING.labels(labels[0], *labels[2:])
 
 
 def record_dropped(labels: RequestLabels) -> None:
