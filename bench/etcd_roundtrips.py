@@ -8,16 +8,28 @@ in the same process (namespace, GC, ServiceAccount): the settle wait and a quiet
 (printed first) show what they add on their own.
 
     .venv/bin/python bench/etcd_roundtrips.py [--n 20]
+
+``--ab DIR`` instead measures CPU per update: another tree (``git archive <commit> libs services
+kubechain_cli proto`` into DIR, plus the generated code, as bench/tree_ab.py takes it) and this one
+run side by side, rounds alternating between them; each round merge-patches ``--n`` ConfigMaps (each
+a changed value: one write) at benchutil's concurrency through the gateway, CPU of every process
+(etcd included) read from /proc around it.
+
+    .venv/bin/python bench/etcd_roundtrips.py --ab /tmp/old [--rounds 6] [--n 1000]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.client
 import json
+import os
 import re
+import shutil
 import socket
 import ssl
+import statistics
 import sys
 import tempfile
 import time
@@ -27,7 +39,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchutil import run_concurrently
+from gc_bench import start
+from proccpu import ProcCPU
 
 from kubechain_cli.chain import Chain, free_port
 
@@ -71,11 +90,70 @@ def etcd_side(chain: Chain) -> Counter[str]:
     return out
 
 
+async def _update_ab(old: Path, rounds: int, n: int) -> None:
+    """CPU per update (merge PATCH changing a value), the tree in ``old`` vs this one, alternating."""
+    paths = [old / "libs" / "genericapi", *(p for p in sorted((old / "services").iterdir()) if p.is_dir()), old]
+    trees = {"old": {"PYTHONPATH": os.pathsep.join(str(p) for p in paths)}, "new": {}}
+    chains = {name: start(name, env) for name, env in trees.items()}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    merge = {"Content-Type": "application/merge-patch+json"}
+    try:
+        sessions = {name: aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=c.ssl_context(), limit=32))
+                    for name, c in chains.items()}
+        for name, chain in chains.items():
+            s = sessions[name]
+            async with s.post(chain.server_url + "/api/v1/namespaces", json={"metadata": {"name": "bench"}}) as r:
+                assert r.status == 201, await r.text()
+            base = chain.server_url + "/api/v1/namespaces/bench/configmaps"
+
+            async def create(i: int, s: aiohttp.ClientSession = s, base: str = base) -> None:
+                async with s.post(base, json={"metadata": {"name": f"u{i:05d}"}, "data": {"v": "x" * 200}}) as r:
+                    assert r.status == 201, await r.text()
+
+            await run_concurrently(n, create)
+        await asyncio.sleep(2)
+        for round_ in range(-1, rounds):
+            for name in (list(trees) if round_ % 2 == 0 else list(reversed(list(trees)))):
+                chain, s = chains[name], sessions[name]
+                base = chain.server_url + "/api/v1/namespaces/bench/configmaps"
+
+                async def patch(i: int, s: aiohttp.ClientSession = s, base: str = base, r_: int = round_) -> None:
+                    async with s.patch(f"{base}/u{i:05d}", data=json.dumps({"data": {"k": str(r_)}}),
+                                       headers=merge) as r:
+                        assert r.status == 200, await r.text()
+
+                cpu = ProcCPU(dict(chain.processes))
+                before = cpu.snapshot()
+                await run_concurrently(n, patch)
+                got = cpu.per_request(before, cpu.snapshot(), n)
+                if round_ >= 0:  # round -1 warms both up
+                    results[name].append(got)
+                print(f"round {round_} {name} load {os.getloadavg()[0]:4.1f}  "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in sorted(got.items()) if v >= 1), flush=True)
+        for s in sessions.values():
+            await s.close()
+    finally:
+        for chain in chains.values():
+            chain.stop(timeout=5)
+            shutil.rmtree(chain.data_dir, ignore_errors=True)
+    print("medians (us of CPU per update):")
+    for proc in sorted(results["new"][0]):
+        a = statistics.median(r[proc] for r in results["old"])
+        b = statistics.median(r[proc] for r in results["new"])
+        if a >= 1:
+            print(f"  {proc:15s} old {a:6.0f}  new {b:6.0f}  new/old {b / a:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--ab", type=Path, default=None, help="another tree: CPU per update, it vs this one")
+    ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args()
     n = args.n
+    if args.ab is not None:
+        asyncio.run(_update_ab(args.ab.resolve(), args.rounds, n))
+        return
     chain = Chain(Path(tempfile.mkdtemp(prefix="kubechain-rt-")), port=free_port())
     chain.start()
     ctx = chain.ssl_context()
