@@ -3,6 +3,11 @@
 Paths follow ``registerResourceHandlers``: ``/api/v1/...`` and ``/apis/<g>/<v>/...``, with
 ``namespaces/<ns>/`` scoping, ``/watch/`` legacy prefixes and subresources. A group-version
 this server does not serve goes to the delegate (the next link of the chain) or 404s.
+
+Per request it does only what the request needs: the Starlette ``Request`` handlers take is built
+when a handler or discovery will read it (not for what goes on to the delegate), its query is
+parsed on first use and an empty one not at all (``APIRequest``), and a plain ``Response`` is
+sent as the two ASGI messages its ``__call__`` would send, without the call (``send_response``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -39,6 +45,36 @@ Endpoint = Callable[[rest.Target, Request], Awaitable[Response]]
 
 _METHOD_NOT_ALLOWED = apierrors.APIError(
     405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+
+#: What an empty query string parses to (immutable, so one is shared by every request).
+_NO_QUERY = QueryParams()
+
+
+class APIRequest(Request):
+    """Starlette's ``Request`` whose query is parsed on first use, an empty one to the shared empty
+    ``QueryParams`` without parsing (most GETs carry no query)."""
+
+    @property
+    def query_params(self) -> QueryParams:
+        try:
+            return self._query_params
+        except AttributeError:
+            query: bytes = self.scope["query_string"]
+            params = self._query_params = QueryParams(query) if query else _NO_QUERY
+            return params
+
+
+async def send_response(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
+    """Send a response: a plain Starlette ``Response`` as the two messages its ``__call__`` sends
+    (start with its raw headers, then its whole body; the server leaves the body out for HEAD), and
+    its background task after; any other kind (streams, watches, big lists) through its own call."""
+    if type(response) is Response:
+        await send({"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers})
+        await send({"type": "http.response.body", "body": response.body})
+        if response.background is not None:
+            await response.background()
+    else:
+        await response(scope, receive, send)
 
 
 class APIRouter:
@@ -71,10 +107,9 @@ class APIRouter:
                 await self.delegate(scope, receive, send)
             return
         scope["kubechain.bookmark_interval"] = self.bookmark_interval
-        request = Request(scope, receive)
         started = time.perf_counter()
         try:
-            response = await self._dispatch(request, scope, receive, send)
+            response = await self._dispatch(scope, receive, send)
         except apierrors.APIError as err:
             response = error_response(err)
         except Exception as err:  # the last line of defence: never leak a traceback as HTML
@@ -84,7 +119,7 @@ class APIRouter:
         if response is None:
             return
         if labels is None:
-            await response(scope, receive, send)
+            await send_response(response, scope, receive, send)
             return
         if labels[0] in ("WATCH", "CONNECT"):
             gauge = metrics.longrunning(labels)
@@ -94,7 +129,7 @@ class APIRouter:
             finally:
                 gauge.dec()
         else:
-            await response(scope, receive, send)
+            await send_response(response, scope, receive, send)
         metrics.record_request(labels, response.status_code, time.perf_counter() - started,
                                len(getattr(response, "body", b"")))
 
@@ -104,12 +139,12 @@ class APIRouter:
             return None
         return error_response(apierrors.path_not_found())
 
-    async def _dispatch(self, request: Request, scope: Scope, receive: Receive, send: Send) -> Response | None:
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> Response | None:
         path: str = scope["path"]
         method: str = scope["method"]
         extra = self.extra_routes.get(path.rstrip("/") or "/")
         if extra is not None:
-            return await extra(request)
+            return await extra(APIRequest(scope, receive))
         parts = [p for p in path.split("/") if p]
         if not parts or parts[0] not in ("api", "apis"):
             return await self._not_ours(scope, receive, send)
@@ -117,12 +152,12 @@ class APIRouter:
             group, rest_parts = "", parts[1:]
         else:
             if len(parts) == 1:
-                return self._discovery(request, "/apis", method)
+                return self._discovery(scope, "/apis", method)
             group, rest_parts = parts[1], parts[2:]
         if not rest_parts:
             doc_path = "/api" if not group else f"/apis/{group}"
             if doc_path in self.discovery.by_path:
-                return self._discovery(request, doc_path, method)
+                return self._discovery(scope, doc_path, method)
             return await self._not_ours(scope, receive, send)
         version, rest_parts = rest_parts[0], rest_parts[1:]
         resources = self._table.get((group, version))
@@ -130,13 +165,13 @@ class APIRouter:
             return await self._not_ours(scope, receive, send)
         if not rest_parts:
             doc_path = f"/api/{version}" if not group else f"/apis/{group}/{version}"
-            return self._discovery(request, doc_path, method)
-        return await self._resource(request, method, resources, rest_parts)
+            return self._discovery(scope, doc_path, method)
+        return await self._resource(APIRequest(scope, receive), method, resources, rest_parts)
 
-    def _discovery(self, request: Request, doc_path: str, method: str) -> Response:
+    def _discovery(self, scope: Scope, doc_path: str, method: str) -> Response:
         if method not in ("GET", "HEAD"):
             raise _METHOD_NOT_ALLOWED
-        accept = request.headers.get("accept", "")
+        accept = _header(scope, b"accept")
         if doc_path in ("/api", "/apis"):
             version = wants_aggregated(accept)
             if version:
@@ -206,6 +241,16 @@ class APIRouter:
         return response
 
 
+def _header(scope: Scope, name: bytes) -> str:
+    """The first value of a header (lower-case ``name``), "" without it, as Starlette's
+    ``Headers.get`` reads it (ASGI servers give header names in lower case)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            text: str = value.decode("latin-1")
+            return text
+    return ""
+
+
 def _labels(request: Request, verb: str, store: Store, sub: str, scope: str) -> metrics.RequestLabels:
     """kube's request metric labels (component ``apiserver``, as its installer gives every route)."""
     info = store.info
@@ -213,16 +258,22 @@ def _labels(request: Request, verb: str, store: Store, sub: str, scope: str) -> 
             info.plural, sub, scope, metrics.COMPONENT)
 
 
+_COLLECTION_HANDLERS: dict[str, Endpoint] = {
+    "GET": rest.list_or_watch, "POST": rest.create, "DELETE": rest.delete_collection}
+_SUBRESOURCE_HANDLERS: dict[str, Endpoint] = {
+    "GET": rest.get, "PUT": rest.update, "PATCH": rest.patch, "POST": rest.create_subresource}
+_OBJECT_HANDLERS: dict[str, Endpoint] = {
+    "GET": rest.get, "PUT": rest.update, "PATCH": rest.patch, "DELETE": rest.delete}
+
+
 def _pick(method: str, item: bool, sub: bool, watch: bool) -> Endpoint | None:
     if watch:
         return rest.list_or_watch if method == "GET" and not sub else None
     if not item:
-        return {"GET": rest.list_or_watch, "POST": rest.create,
-                "DELETE": rest.delete_collection}.get(method)
+        return _COLLECTION_HANDLERS.get(method)
     if sub:
-        return {"GET": rest.get, "PUT": rest.update, "PATCH": rest.patch,
-                "POST": rest.create_subresource}.get(method)
-    return {"GET": rest.get, "PUT": rest.update, "PATCH": rest.patch, "DELETE": rest.delete}.get(method)
+        return _SUBRESOURCE_HANDLERS.get(method)
+    return _OBJECT_HANDLERS.get(method)
 
 
 _VERB_OF: dict[Any, str] = {
