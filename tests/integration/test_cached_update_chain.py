@@ -1,8 +1,9 @@
 """Through the chain: an update, a patch and a delete cost core-api one etcd call each (issue 15).
 
 core-api's ``etcd_requests_total`` (read over its own socket, as the gateway reaches it) is compared
-around each request on a PodTemplate, a kind no controller touches, once the watch cache holds the
-object (a GET at resourceVersion=0 answers from the cache). Concurrent writers through the gateway
+around each request on a RuntimeClass, a cluster-scoped kind no controller touches (a namespaced one
+gets a LIST from any namespace deletion under way), once the watch cache holds the object (a GET at
+resourceVersion=0 answers from the cache). Concurrent writers through the gateway
 (GET, then PUT with the resourceVersion, again on a 409) end with every increment kept.
 """
 
@@ -23,7 +24,8 @@ from support.procs import ChainHandle
 
 pytestmark = pytest.mark.integration
 
-_LINE = re.compile(r'^etcd_requests_total\{operation="([^"]*)",type="podtemplates"\} ([0-9.e+]+)$', re.M)
+_LINE = re.compile(r'^etcd_requests_total\{operation="([^"]*)",type="runtimeclasses.node.k8s.io"\} ([0-9.e+]+)$',
+                   re.M)
 TEMPLATE = {"template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
 
 
@@ -38,7 +40,7 @@ class _Unix(http.client.HTTPConnection):
         self.sock = sock
 
 
-def podtemplate_calls(chain: ChainHandle) -> dict[str, int]:
+def runtimeclass_calls(chain: ChainHandle) -> dict[str, int]:
     url = chain.chain.replica_urls["core-api"][0]
     assert url.startswith("unix://"), url
     conn = _Unix(url.removeprefix("unix://"))
@@ -74,38 +76,40 @@ def namespace(chain: ChainHandle) -> Iterator[str]:
     chain.json("DELETE", f"/api/v1/namespaces/{name}")
 
 
-def test_update_patch_delete_are_one_etcd_call_each(chain: ChainHandle, namespace: str) -> None:
-    base = f"/api/v1/namespaces/{namespace}/podtemplates"
-    status, created = chain.json("POST", base, {"metadata": {"name": "t"}, **TEMPLATE})
+def test_update_patch_delete_are_one_etcd_call_each(chain: ChainHandle) -> None:
+    base = "/apis/node.k8s.io/v1/runtimeclasses"
+    name = f"cu-{uuid.uuid4().hex[:8]}"
+    status, created = chain.json("POST", base, {"metadata": {"name": name}, "handler": "runc"})
     assert status == 201, created
-    path = f"{base}/t"
+    path = f"{base}/{name}"
     cached(chain, path, created["metadata"]["resourceVersion"])
 
-    before = podtemplate_calls(chain)
+    before = runtimeclass_calls(chain)
     body = {**created, "metadata": {**created["metadata"], "labels": {"a": "1"}}}
     status, updated = chain.json("PUT", path, body)
     assert status == 200, updated
-    assert delta(before, podtemplate_calls(chain)) == {"update": 1}
+    assert delta(before, runtimeclass_calls(chain)) == {"update": 1}
     cached(chain, path, updated["metadata"]["resourceVersion"])
 
-    before = podtemplate_calls(chain)
+    before = runtimeclass_calls(chain)
     status, _h, raw = chain.request("PATCH", path, {"metadata": {"labels": {"b": "2"}}},
                                     headers={"Content-Type": "application/merge-patch+json"})
     patched: dict[str, Any] = json.loads(raw)
     assert status == 200 and patched["metadata"]["labels"] == {"a": "1", "b": "2"}, patched
-    assert delta(before, podtemplate_calls(chain)) == {"update": 1}
+    assert delta(before, runtimeclass_calls(chain)) == {"update": 1}
     cached(chain, path, patched["metadata"]["resourceVersion"])
 
     # The old resourceVersion: kube's 409 (the cached copy is current, so no second read).
     status, body409 = chain.json("PUT", path, body)
     assert status == 409 and body409["reason"] == "Conflict"
-    assert body409["message"] == ('Operation cannot be fulfilled on podtemplates "t": the object has been '
-                                  "modified; please apply your changes to the latest version and try again")
+    assert body409["message"] == (f'Operation cannot be fulfilled on runtimeclasses.node.k8s.io "{name}": the '
+                                  "object has been modified; please apply your changes to the latest version and "
+                                  "try again")
 
-    before = podtemplate_calls(chain)
+    before = runtimeclass_calls(chain)
     status, deleted = chain.json("DELETE", path)
     assert status == 200, deleted
-    assert delta(before, podtemplate_calls(chain)) == {"delete": 1}
+    assert delta(before, runtimeclass_calls(chain)) == {"delete": 1}
     assert chain.json("GET", path)[0] == 404
 
 
