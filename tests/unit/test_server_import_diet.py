@@ -41,12 +41,17 @@ _LAZY_PATHS = """
 import asyncio, ssl, sys
 from genericapi.admission.client import WebhookClient, _transport_errors
 from genericapi.apimachinery.tables_common import doc
+from genericapi.httpclient import client_errors
 assert doc("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "name").startswith("Name must be unique")
 assert "kubernetes_validate" not in sys.modules
-assert len(_transport_errors()) == 2 and "httpx" not in sys.modules
+assert _transport_errors() == (OSError,) and "httpx" not in sys.modules and "aiohttp" not in sys.modules
+assert client_errors(ValueError) == (TimeoutError, OSError, ValueError) and "aiohttp" not in sys.modules
 
 async def main():
     client = WebhookClient({"url": "https://127.0.0.1:1/hook"}, None)
+    client._session_for()
+    import aiohttp
+    assert aiohttp.ClientError in _transport_errors() and aiohttp.ClientError in client_errors()
     client._client_for()
     import httpx
     assert httpx.HTTPError in _transport_errors()

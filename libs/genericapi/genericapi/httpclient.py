@@ -8,19 +8,23 @@ unless a caller bounds them: an open watch holds one), a connect timeout so an u
 fails fast, no overall timeout unless asked (watches and long LISTs stream), and for proxies the
 bytes passed through as they came (no decompression, no headers of aiohttp's own). The one
 exception is ``new_http2_client``, for the peers kube reaches over HTTP/2 (admission webhooks).
+
+aiohttp is imported by the first session made, not when a service starts (issue 15: ~0.4 s of
+the fork server's import CPU, and nothing on the way to a first ``/readyz`` needs it); modules name
+its types under ``TYPE_CHECKING`` and catch its errors with ``client_errors()``.
 """
 
 from __future__ import annotations
 
 import ssl
+import sys
 from typing import TYPE_CHECKING
 
-import aiohttp
-
 if TYPE_CHECKING:
+    import aiohttp
     import httpx
 
-__all__ = ["CONNECT_TIMEOUT", "KEEPALIVE_SECONDS", "new_http2_client", "new_session"]
+__all__ = ["CONNECT_TIMEOUT", "KEEPALIVE_SECONDS", "client_errors", "new_http2_client", "new_session"]
 
 #: Seconds to open a connection (TCP and TLS handshake) before the call fails.
 CONNECT_TIMEOUT = 5.0
@@ -39,6 +43,8 @@ def new_session(*, ssl_context: ssl.SSLContext | bool | None = None, unix_path: 
     none; callers may pass their own per call). ``passthrough``: a proxy's session, bodies
     left compressed and no User-Agent, Accept-Encoding or Content-Type added by aiohttp.
     """
+    import aiohttp  # the first session loads it (see the module's docstring)
+
     keepalive = None if force_close else KEEPALIVE_SECONDS
     connector: aiohttp.BaseConnector
     if unix_path is not None:
@@ -53,6 +59,19 @@ def new_session(*, ssl_context: ssl.SSLContext | bool | None = None, unix_path: 
         return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
                                      skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"))
     return aiohttp.ClientSession(connector=connector, timeout=timeout)
+
+
+_WITHOUT_AIOHTTP: tuple[type[Exception], ...] = (TimeoutError, OSError)
+
+
+def client_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
+    """What a failed call of a session raises, for ``except client_errors() as err``: TimeoutError,
+    OSError and aiohttp's ClientError (and ``more``). Before aiohttp is loaded no session exists and
+    none of its errors can be raised, so it is not imported for this (an except clause evaluates
+    its types only when an exception arrives: the calls that succeed pay nothing)."""
+    aiohttp = sys.modules.get("aiohttp")
+    errors = _WITHOUT_AIOHTTP if aiohttp is None else (TimeoutError, OSError, aiohttp.ClientError)
+    return errors + more if more else errors
 
 
 def new_http2_client(*, ssl_context: ssl.SSLContext, limit: int = 0,

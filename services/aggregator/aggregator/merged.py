@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import aiohttp
 import orjson
 from genericapi.server.discovery import AGGREGATED_V2, AGGREGATED_V2BETA1, aggregated_body
 from genericapi.server.proxy import ReverseProxy, http_base
@@ -25,6 +24,8 @@ from .control import MemberDiscovery
 
 async def _get(proxy: ReverseProxy, replicas: Sequence[str], path: str,
                accept: str) -> tuple[int, str, bytes] | None:
+    import aiohttp  # only while a member's stream has not delivered: off the start path
+
     for base in replicas:
         try:
             async with proxy.session(base).get(http_base(base) + path, headers={"Accept": accept} if accept else {},

@@ -18,13 +18,13 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import orjson
 from genericapi.apimachinery import goflag
 from genericapi.apimachinery import serviceaccount as satoken
 from genericapi.apimachinery.authorization import Authorizer
 from genericapi.apimachinery.requestinfo import RequestInfo
 from genericapi.handlers.body import MAX_BODY_BYTES
+from genericapi.httpclient import client_errors
 from genericapi.registry.rbacview import RBACView
 from genericapi.server import metrics
 from genericapi.server.apiserver import (
@@ -300,7 +300,7 @@ class Gateway:
             for base in replicas:
                 try:
                     gvs = await _served_group_versions(self.proxy, base)
-                except (aiohttp.ClientError, TimeoutError, ValueError, OSError):
+                except client_errors(ValueError):
                     continue
                 for gv in gvs:
                     by_gv.setdefault(gv, index)
@@ -327,7 +327,7 @@ class Gateway:
                 try:
                     status, _ = await self.proxy.fetch(base, "/readyz", limit_seconds=2)
                     ok = status == 200
-                except (aiohttp.ClientError, TimeoutError, OSError):
+                except client_errors():
                     ok = False
                 if ok:
                     break

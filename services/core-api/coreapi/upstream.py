@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-import aiohttp
 from genericapi.apimachinery import errors as apierrors
 from genericapi.httpclient import new_session
 from genericapi.registry.connect import ConnectResponse
 from genericapi.server.proxy import HOP_BY_HOP
 
 from .kubeletconn import dial_error
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the first connect request's session (genericapi.httpclient), not at start-up
 
 #: kube dials with a 30 s timeout; a shorter one keeps an unroutable pod IP from pinning a request.
 CONNECT_TIMEOUT = 10.0
@@ -54,6 +57,8 @@ class Upstream:
 
     async def _open(self, method: str, url: str, host_port: str, headers: list[tuple[str, str]],
                     body: bytes) -> aiohttp.ClientResponse:
+        import aiohttp
+
         try:
             return await self._client().request(
                 method, url, headers=headers, data=body or None, allow_redirects=False,
@@ -64,6 +69,8 @@ class Upstream:
     async def proxy(self, method: str, url: str, host_port: str, headers: list[tuple[str, str]],
                     body: bytes) -> ConnectResponse:
         """A proxied request: the upstream's answer, or kube's 503 when it cannot be reached."""
+        import aiohttp
+
         out = [(k, v) for k, v in headers if not _own_header(k.lower())]
         try:
             resp = await self._open(method, url, host_port, out, body)
@@ -76,6 +83,8 @@ class Upstream:
 
     async def get_stream(self, url: str, host_port: str, content_type: str) -> ConnectResponse:
         """``LocationStreamer``: GET ``url`` and stream it back; failures are Go's errors (500)."""
+        import aiohttp
+
         try:
             resp = await self._open("GET", url, host_port, [], b"")
         except ConnectionError as err:

@@ -25,9 +25,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
-from yarl import URL
 
 from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.go_json_errors import go_syntax_error
@@ -35,6 +33,7 @@ from genericapi.apimachinery.serviceresolver import ServiceResolutionError, Serv
 from genericapi.httpclient import new_http2_client, new_session
 
 if TYPE_CHECKING:
+    import aiohttp  # loaded by the first session (genericapi.httpclient), not at start-up
     import httpx  # loaded by new_http2_client, only when a webhook picks HTTP/2 (start-up CPU)
 
 #: Requests in flight to one webhook; more wait (within their timeout) rather than pile up.
@@ -62,6 +61,8 @@ def target_for(client_config: dict[str, Any]) -> Target:
         server_name = f"{name}.{namespace}.svc"
         return Target("https://" + host_port(server_name, port), str(service.get("path") or ""), server_name,
                       (namespace, name, port))
+    from yarl import URL  # aiohttp's URL type: loaded with it, by the first webhook (start-up CPU)
+
     parsed = URL(str(client_config.get("url") or ""))
     host = parsed.raw_host or ""
     explicit = parsed.explicit_port
@@ -94,16 +95,21 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def _httpx_errors(*names: str) -> tuple[type[BaseException], ...]:
-    """httpx's exception classes ``names`` once the HTTP/2 path has loaded httpx; none before, when no
-    httpx error can have been raised (so importing this module does not import httpx)."""
-    module = sys.modules.get("httpx")
+def _errors_of(package: str, *names: str) -> tuple[type[BaseException], ...]:
+    """``package``'s exception classes ``names`` once something loaded it (the HTTP/1.1 session
+    aiohttp, the HTTP/2 path httpx); none before, when none of them can have been raised (so
+    importing this module imports neither)."""
+    module = sys.modules.get(package)
     return tuple(getattr(module, name) for name in names) if module is not None else ()
+
+
+def _httpx_errors(*names: str) -> tuple[type[BaseException], ...]:
+    return _errors_of("httpx", *names)
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
     """What a call raises when it got no HTTP answer (evaluated only when something was raised)."""
-    return (aiohttp.ClientError, OSError, *_httpx_errors("HTTPError"))
+    return (*_errors_of("aiohttp", "ClientError"), OSError, *_httpx_errors("HTTPError"))
 
 
 def _transport_message(exc: BaseException, host: str, port: int) -> str:
@@ -130,7 +136,7 @@ def _transport_message(exc: BaseException, host: str, port: int) -> str:
         if refused.errno == errno.ECONNREFUSED:
             return f"dial tcp {host_port(host, port)}: connect: connection refused"
         return f"dial tcp {host_port(host, port)}: {refused.strerror}"
-    eof: tuple[type[BaseException], ...] = (aiohttp.ServerDisconnectedError, ConnectionResetError,
+    eof: tuple[type[BaseException], ...] = (*_errors_of("aiohttp", "ServerDisconnectedError"), ConnectionResetError,
                                             *_httpx_errors("RemoteProtocolError"))
     if isinstance(exc, eof):
         return "EOF"
@@ -263,6 +269,8 @@ class WebhookClient:
             base = self._base()
         except ServiceResolutionError as err:
             raise CallError(f'Post "{url}": {err.message}') from err
+        from yarl import URL
+
         parsed = URL(base)
         host, port = parsed.raw_host or "", parsed.port or 443
         headers = {"Content-Type": "application/json", "Accept": "application/json, */*",

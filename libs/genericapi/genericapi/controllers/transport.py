@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
 from genericapi.apimachinery import deepjson
@@ -21,6 +20,9 @@ from genericapi.apimachinery.user import UserInfo
 from genericapi.httpclient import new_session
 
 from .types import CONTROLLER_USER
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the first session (genericapi.httpclient), not at start-up
 
 #: Plain requests give up after this long; watches have no total limit.
 REQUEST_TIMEOUT = 30.0
@@ -80,6 +82,8 @@ class Transport:
 
     async def _open(self, method: str, path: str, params: dict[str, str] | None, body: bytes | None,
                     content_type: str, accept: str, total: float | None) -> aiohttp.ClientResponse:
+        import aiohttp
+
         headers = list(self._headers)
         if accept:
             headers = [(k, v) for k, v in headers if k != "Accept"] + [("Accept", accept)]
@@ -99,6 +103,8 @@ class Transport:
                       body: Any = None, content_type: str = "application/json",
                       accept: str = "") -> tuple[int, str, Any]:
         """(status, content type, decoded JSON body); non-2xx raises APIError."""
+        import aiohttp
+
         raw = deepjson.dumps(body) if body is not None else None  # orjson first; any depth
         resp = await self._open(method, path, params, raw, content_type, accept, REQUEST_TIMEOUT)
         try:
@@ -117,6 +123,8 @@ class Transport:
 
     async def stream_lines(self, path: str, params: dict[str, str]) -> AsyncIterator[dict[str, Any]]:
         """A watch: one decoded JSON object per line until the server ends the stream."""
+        import aiohttp
+
         resp = await self._open("GET", path, params, None, "", "", None)
         try:
             if resp.status >= 300:

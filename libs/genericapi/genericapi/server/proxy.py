@@ -18,17 +18,19 @@ import contextlib
 import logging
 import ssl
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from starlette.types import Receive, Scope, Send
 
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.links import http_base, unix_socket_path
-from genericapi.httpclient import new_session
+from genericapi.httpclient import client_errors, new_session
 
 from .streamrelay import relay_direct
 from .unixhttp import BUFFER_BYTES, UnixHTTPPool, UnixResponse, UpstreamClosed
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the first TCP upstream's session (genericapi.httpclient)
 
 __all__ = ["BUFFER_BYTES", "HOP_BY_HOP", "AbortHandler", "ReverseProxy", "UpstreamPicker", "http_base",
            "unix_socket_path"]
@@ -164,6 +166,8 @@ class ReverseProxy:
 
     async def fetch(self, base: str, path: str, limit_seconds: float = 3.0) -> tuple[int, bytes]:
         """A plain GET to an upstream (health and discovery checks)."""
+        import aiohttp
+
         async with self.session(base).get(http_base(base) + path,
                                           timeout=aiohttp.ClientTimeout(total=limit_seconds)) as resp:
             return resp.status, await resp.read()
@@ -254,7 +258,7 @@ class ReverseProxy:
                     method, http_base(base) + target, headers=tcp_headers,
                     data=stream.with_prefix() if stream is not None else body if body else None,
                     allow_redirects=False)
-            except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            except client_errors() as err:
                 last_err = err
                 if stream is not None and stream.started:
                     break  # part of the body went to this replica and is gone: it cannot be replayed
@@ -262,7 +266,7 @@ class ReverseProxy:
             if resp.headers.get("Content-Length") is not None:
                 try:
                     data, whole = await _read_upto(resp, BUFFER_BYTES)
-                except (TimeoutError, aiohttp.ClientError, OSError) as err:
+                except client_errors() as err:
                     last_err = err  # the replica died mid-answer
                     resp.close()
                     if method in RETRY_SAFE and (stream is None or not stream.started):
@@ -321,7 +325,7 @@ class ReverseProxy:
             try:
                 async for chunk in rest:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except (TimeoutError, aiohttp.ClientError, OSError) as err:  # UpstreamClosed is an OSError
+            except client_errors() as err:  # UpstreamClosed is an OSError
                 failed.append(err)
 
         finished = await self._stream(pump(), receive, endable=False)

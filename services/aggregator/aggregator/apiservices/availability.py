@@ -21,16 +21,18 @@ import random
 import ssl
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-import aiohttp
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver
 from genericapi.controllers import Controller, Informer, ResourceClient
 from genericapi.httpclient import new_session
 from genericapi.registry.meta import now_rfc3339
 
 from .types import AVAILABLE, name_of, service_ref, set_condition, spec
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the first probe's session (genericapi.httpclient), not at start-up
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ def discovery_path(obj: dict[str, Any]) -> str:
 
 def go_error(url: str, err: BaseException) -> str:
     """A client error as Go's ``http.Client`` words it (``Get "<url>": dial tcp ...``)."""
+    import aiohttp  # loaded already: the error came from a probe's session
+
     parts = urlsplit(url)
     address = parts.netloc
     if isinstance(err, TimeoutError | asyncio.TimeoutError):
@@ -90,6 +94,8 @@ class HTTPProber:
     async def __call__(self, url: str) -> str | None:
         if self._session is None or self._session.closed:
             self._session = new_session(ssl_context=self._ctx, force_close=True)
+        import aiohttp  # loaded by new_session
+
         try:
             async with self._session.get(url, headers=PROBE_HEADERS, allow_redirects=False,
                                          timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as resp:

@@ -18,7 +18,6 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-import aiohttp
 import orjson
 from genericapi.apimachinery.apipriorities import AGGREGATED_DEFAULT_PRIORITY, compare_kube_aware_versions
 
@@ -163,6 +162,8 @@ async def fetch_version(route: ServiceRoute, base: str) -> dict[str, Any] | None
     """One service-backed group-version's aggregated entry, fetched from its backend."""
     if route.proxy is None:
         return None
+    import aiohttp  # a service-backed APIService's first discovery loads it, not the start
+
     session = route.proxy.session(base)
     timeout = aiohttp.ClientTimeout(total=5)
     try:

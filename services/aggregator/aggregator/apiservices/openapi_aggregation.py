@@ -31,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import orjson
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver
 
@@ -272,6 +271,8 @@ class OpenAPIAggregation:
     async def _get(self, route: ServiceRoute, base: str, path: str,
                    headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         assert route.proxy is not None
+        import aiohttp  # a service-backed APIService's first spec loads it, not the start
+
         try:
             async with route.proxy.session(base).get(
                     base + path, headers={**FETCH_HEADERS, "Accept": "application/json", **headers},

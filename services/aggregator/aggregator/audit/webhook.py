@@ -22,15 +22,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import yaml
 from genericapi.apimachinery import deepjson
 from genericapi.backoff import Backoff
-from genericapi.httpclient import new_session
+from genericapi.httpclient import client_errors, new_session
 
 from .sink import plugin_error
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the session ``start`` makes (genericapi.httpclient)
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +211,7 @@ class WebhookBackend:
                         return
                     err = f"the server responded with the status code {resp.status}: {text[:200]!r}"
                     retry = resp.status == 429 or resp.status >= 500
-            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            except client_errors() as e:
                 err, retry = e, True
             if not retry or attempt == RETRY_STEPS - 1 or self._closing:
                 break

@@ -19,17 +19,18 @@ import ipaddress
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 from cryptography import x509
 from genericapi.apimachinery import deepjson
 from genericapi.apimachinery.serviceresolver import ServiceResolutionError, ServiceResolver, host_port
 from genericapi.httpclient import new_session
-from yarl import URL
 
 from .review import ReviewError
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the first CRD conversion's session (genericapi.httpclient), not at start-up
 
 #: kube-apiserver's webhook client timeout (``webhook.defaultRequestTimeout``).
 DEFAULT_TIMEOUT = 30.0
@@ -72,6 +73,8 @@ def target_for(client_config: dict[str, Any]) -> Target:
     url = str(client_config.get("url") or "")
     if not url:
         raise ReviewError("webhook configuration must have either service or URL")
+    from yarl import URL  # aiohttp's URL type: loaded by the first CRD with a webhook URL
+
     parsed = URL(url)
     host = parsed.raw_host or ""
     port = parsed.explicit_port
@@ -182,6 +185,8 @@ def _go_escape(text: str) -> str:
 
 def transport_message(exc: BaseException, host: str, port: int) -> str:
     """What Go's dialer/transport says for a connection-level failure."""
+    import aiohttp  # loaded already: the failure came from a session
+
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError, aiohttp.ServerTimeoutError)):
         return "context deadline exceeded"
     if isinstance(exc, aiohttp.ClientConnectorError):
@@ -233,6 +238,9 @@ class WebhookClient:
 
     async def post(self, body: bytes) -> bytes:
         """The 2xx answer's body; else ReviewError worded as client-go reports the failure."""
+        import aiohttp
+        from yarl import URL  # aiohttp's URL type, loaded with it
+
         session = self._session_for()
         url = self.display_url
         try:
