@@ -352,11 +352,15 @@ def _serve(sock: socket.socket) -> _Request | None:
             os.close(read_end)
             service = os.fork()
             if service == 0:
+                # Its own session before the chain hears its pid (Popen's start_new_session gives
+                # that too): a killpg right after spawn must reach it.
+                os.setsid()
+                os.write(write_end, str(os.getpid()).encode())
                 os.close(write_end)
                 reader.close()
                 sock.close()
                 return request
-            os.write(write_end, str(service).encode())
+            os.close(write_end)
             os._exit(0)
         os.close(write_end)
         with os.fdopen(read_end, "rb") as pipe:
@@ -367,8 +371,8 @@ def _serve(sock: socket.socket) -> _Request | None:
 
 
 def _become(request: _Request, parent: int) -> None:
-    """In the forked service: what Popen(start_new_session=True, preexec_fn=die with parent) gave it."""
-    os.setsid()
+    """In the forked service: what Popen(start_new_session=True, preexec_fn=die with parent) gave it
+    (its own session it took in ``_serve``, before its pid was reported)."""
     deadline = time.monotonic() + 10
     while os.getppid() != parent:  # until the chain's process has adopted us
         if time.monotonic() > deadline:
