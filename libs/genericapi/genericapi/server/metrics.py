@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
+from typing import Generic, TypeVar
 from urllib.parse import parse_qs
 
 from prometheus_client import Gauge, disable_created_metrics
@@ -63,83 +64,84 @@ class PlainCounter(Collector):
         yield family
 
 
-class LeanCounter(Collector):
-    """A labelled counter exposed exactly as prometheus_client's ``Counter`` is (``<name>_total``,
-    ``# TYPE <name> counter``), for series the gateway updates on every request: a child's ``inc``
-    is one addition, where prometheus_client's validates and takes a lock (the gateway updates
-    these from its event loop thread only; a scrape reads floats, which CPython reads whole)."""
+class LeanValue:
+    """One labelled series of a ``LeanCounter``: a number whose ``inc`` is one addition."""
 
-    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...],
-                 registry: CollectorRegistry = REGISTRY) -> None:
-        self.name = name.removesuffix("_total")
-        self.documentation, self.labelnames = documentation, labelnames
-        self.children: dict[tuple[str, ...], LeanCounter.Child] = {}
-        registry.register(self)
+    __slots__ = ("value",)
 
-    class Child:
-        __slots__ = ("value",)
+    def __init__(self) -> None:
+        self.value = 0.0
 
-        def __init__(self) -> None:
-            self.value = 0.0
-
-        def inc(self, amount: float = 1.0) -> None:
-            self.value += amount
-
-    def labels(self, *labelvalues: str) -> LeanCounter.Child:
-        child = self.children.get(labelvalues)
-        if child is None:
-            child = self.children[labelvalues] = LeanCounter.Child()
-        return child
-
-    def collect(self) -> Iterator[Metric]:
-        family = Metric(self.name, self.documentation, "counter")
-        for labelvalues, child in list(self.children.items()):
-            family.add_sample(self.name + "_total", dict(zip(self.labelnames, labelvalues, strict=True)), child.value)
-        yield family
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
 
 
-class LeanGauge(Collector):
-    """A labelled gauge exposed exactly as prometheus_client's ``Gauge`` is, whose child's ``inc``,
-    ``dec`` and ``set`` are one assignment each (see ``LeanCounter``: event-loop updates only)."""
+class LeanGaugeValue(LeanValue):
+    """One labelled series of a ``LeanGauge``: ``dec`` and ``set`` besides ``inc``."""
 
-    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...],
-                 registry: CollectorRegistry = REGISTRY) -> None:
+    __slots__ = ()
+
+    def dec(self, amount: float = 1.0) -> None:
+        self.value -= amount
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+
+V = TypeVar("V", bound=LeanValue)
+
+
+class _LeanValues(Collector, Generic[V]):
+    """A family of labelled single-number series, exposed as prometheus_client exposes its own kind
+    (``kind``; each sample named ``name + suffix``), whose children are plain slotted numbers: the
+    gateway and the backends update these from their event loop thread only, and a scrape reads
+    floats, which CPython reads whole, so no lock and no per-call validation."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...], child: type[V], kind: str,
+                 suffix: str, registry: CollectorRegistry) -> None:
         self.name, self.documentation, self.labelnames = name, documentation, labelnames
-        self.children: dict[tuple[str, ...], LeanGauge.Child] = {}
+        self.children: dict[tuple[str, ...], V] = {}
+        self._child, self._kind, self._suffix = child, kind, suffix
         registry.register(self)
 
-    class Child:
-        __slots__ = ("value",)
-
-        def __init__(self) -> None:
-            self.value = 0.0
-
-        def inc(self, amount: float = 1.0) -> None:
-            self.value += amount
-
-        def dec(self, amount: float = 1.0) -> None:
-            self.value -= amount
-
-        def set(self, value: float) -> None:
-            self.value = float(value)
-
-    def labels(self, *labelvalues: str) -> LeanGauge.Child:
+    def labels(self, *labelvalues: str) -> V:
         child = self.children.get(labelvalues)
         if child is None:
-            child = self.children[labelvalues] = LeanGauge.Child()
+            child = self.children[labelvalues] = self._child()
         return child
 
     def collect(self) -> Iterator[Metric]:
-        family = Metric(self.name, self.documentation, "gauge")
+        family = Metric(self.name, self.documentation, self._kind)
+        sample = self.name + self._suffix
         for labelvalues, child in list(self.children.items()):
-            family.add_sample(self.name, dict(zip(self.labelnames, labelvalues, strict=True)), child.value)
+            family.add_sample(sample, dict(zip(self.labelnames, labelvalues, strict=True)), child.value)
         yield family
+
+
+class LeanCounter(_LeanValues[LeanValue]):
+    """A labelled counter exposed exactly as prometheus_client's ``Counter`` is (``<name>_total``,
+    ``# TYPE <name> counter``), for series updated on every request: a child's ``inc`` is one
+    addition, where prometheus_client's validates and takes a lock."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...],
+                 registry: CollectorRegistry = REGISTRY) -> None:
+        super().__init__(name.removesuffix("_total"), documentation, labelnames, LeanValue, "counter", "_total",
+                         registry)
+
+
+class LeanGauge(_LeanValues[LeanGaugeValue]):
+    """A labelled gauge exposed exactly as prometheus_client's ``Gauge`` is, whose child's ``inc``,
+    ``dec`` and ``set`` are one assignment each (see ``_LeanValues``)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...],
+                 registry: CollectorRegistry = REGISTRY) -> None:
+        super().__init__(name, documentation, labelnames, LeanGaugeValue, "gauge", "", registry)
 
 
 class LeanHistogram(Collector):
     """A labelled histogram exposed exactly as prometheus_client's ``Histogram`` is (cumulative
     ``_bucket`` series with ``le``, ``_count``, ``_sum``), whose child's ``observe`` is a bisection and
-    two additions, without prometheus_client's per-call validation and locks (see ``LeanCounter``)."""
+    two additions, without prometheus_client's per-call validation and locks (see ``_LeanValues``)."""
 
     def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...], buckets: tuple[float, ...],
                  registry: CollectorRegistry = REGISTRY) -> None:
@@ -246,10 +248,10 @@ RequestLabels = tuple[str, str, str, str, str, str, str, str]
 #: A request's three children (count, latency, and size for reads) by its labels and code: one dict
 #: lookup per request. Children are never removed, so they stay those the collectors expose.
 _children: dict[tuple[RequestLabels, int],
-                tuple[LeanCounter.Child, LeanHistogram.Child, LeanHistogram.Child | None]] = {}
+                tuple[LeanValue, LeanHistogram.Child, LeanHistogram.Child | None]] = {}
 
 
-def _request_children(labels: RequestLabels, code: int) -> tuple[LeanCounter.Child, LeanHistogram.Child,
+def _request_children(labels: RequestLabels, code: int) -> tuple[LeanValue, LeanHistogram.Child,
                                                                   LeanHistogram.Child | None]:
     sizes = RESPONSE_SIZES.labels(labels[0], *labels[2:]) if labels[0] in ("GET", "LIST") else None
     children = _children[(labels, code)] = (REQUESTS.labels(*labels, str(code)), LATENCY.labels(*labels), sizes)
@@ -266,7 +268,7 @@ def record_request(labels: RequestLabels, code: int, elapsed: float, size: int =
         sizes.observe(size)
 
 
-def longrunning(labels: RequestLabels) -> LeanGauge.Child:
+def longrunning(labels: RequestLabels) -> LeanGaugeValue:
     """The ``apiserver_longrunning_requests`` child of a watch or connect request (inc/dec it)."""
     return LONGRUNNING.labels(labels[0], *labels[2:])
 
@@ -300,7 +302,7 @@ def record_authorization(result: str, elapsed: float) -> None:
 
 
 _authn_latency: dict[str, LeanHistogram.Child] = {}
-_authz: dict[str, tuple[LeanCounter.Child, LeanHistogram.Child]] = {}
+_authz: dict[str, tuple[LeanValue, LeanHistogram.Child]] = {}
 
 
 _KNOWN_USERS = frozenset({"admin", "client", "kube_proxy", "kubelet", "system:serviceaccount:kube-system:default"})
