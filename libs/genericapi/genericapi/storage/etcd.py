@@ -177,8 +177,6 @@ class EtcdClient:
         self._tls = tls or EtcdTLS()
         self._index = 0
         self._client: _Channel | None = None
-        #: Connections replaced while draining, whose open streams still run (closed by close()).
-        self._draining: set[_Channel] = set()
         self._lock = asyncio.Lock()
         #: Encryption at rest: key prefix -> the providers of the resource stored under it.
         self._transformers: list[tuple[bytes, PrefixTransformers]] = []
@@ -223,15 +221,8 @@ class EtcdClient:
         if client is not None and client.conn.usable:
             return client
         async with self._lock:
-            current = self._client
-            if current is not None and current.conn.lost:
-                await self._reset(current)  # the member or the connection is gone: the next endpoint
-            elif current is not None and not current.conn.usable:
-                # Draining (GOAWAY, or its stream ids used up): the calls and watches still open on it
-                # run to their end and it then closes by itself; new calls get a new connection.
-                self._client = None
-                self._draining.add(current)
-                self._draining = {c for c in self._draining if not c.conn.lost}
+            if self._client is not None and not self._client.conn.usable:
+                await self._reset(self._client)  # lost or told to go away: the next endpoint
             if self._client is not None:
                 return self._client
             endpoint = self._endpoints[self._index % len(self._endpoints)]
@@ -286,9 +277,6 @@ class EtcdClient:
         raise StorageUnavailable(f"etcd unavailable: {last}")
 
     async def close(self) -> None:
-        draining, self._draining = self._draining, set()
-        for channel in draining:
-            await channel.close()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -443,8 +431,7 @@ class EtcdClient:
             # The server ended the call with OK: for a watch that is the member going away.
             raise StorageUnavailable("etcd watch: the stream ended")
         except RpcError as err:
-            if client.conn.lost:  # the connection broke; a failure of this stream alone leaves it be
-                await self._reset(client)
+            await self._reset(client)
             raise StorageUnavailable(f"etcd watch: {err.details}") from err
         finally:
             self.open_watches[prefix] -= 1

@@ -101,19 +101,9 @@ def _grpc_timeout(millis: int) -> bytes:
     return b"%dm" % millis if millis < 10**8 else b"%dS" % min(millis // 1000, 10**8 - 1)
 
 
-def _slot_expired(slot: asyncio.Future[None]) -> None:
-    if not slot.done():
-        slot.set_exception(RpcError(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"))
-
-
-#: A streaming call's messages not yet taken by its caller, past which no window is given back (the
-#: server then stops at the stream's window instead of filling this process's memory).
-_QUEUED_MAX = 1 << 20
-
-
 class _Stream:
-    __slots__ = ("buf", "details", "done", "future", "header_block", "id", "messages", "pending", "queued",
-                 "send_window", "sent", "status", "timer", "unacked", "waiter")
+    __slots__ = ("buf", "details", "done", "future", "header_block", "id", "messages", "pending", "send_window",
+                 "sent", "status", "timer", "unacked", "waiter")
 
     def __init__(self, stream_id: int, send_window: int) -> None:
         self.id = stream_id
@@ -130,7 +120,6 @@ class _Stream:
         self.done = False
         self.send_window = send_window
         self.unacked = 0  # received bytes not yet given back with a WINDOW_UPDATE
-        self.queued = 0  # bytes of ``messages`` not yet taken by the caller
         self.header_block = b""  # a HEADERS block continued by CONTINUATION frames
         self.status: int | None = None
         self.details = ""
@@ -264,24 +253,10 @@ class Connection(asyncio.Protocol):
         return block
 
     async def _start(self, path: bytes, request: bytes, deadline: float | None, end: bool) -> _Stream:
-        expires = None if deadline is None else self._loop.time() + deadline
         while len(self._streams) >= self._max_streams and self._lost is None and not self._draining:
             slot = self._loop.create_future()
             self._stream_slots.append(slot)
-            timer = None if expires is None else self._loop.call_at(expires, _slot_expired, slot)
-            try:
-                await slot  # RpcError DEADLINE_EXCEEDED when the call's deadline passes first
-            except asyncio.CancelledError:
-                if slot.done() and not slot.cancelled() and slot.exception() is None:
-                    self._release_slot()  # the slot handed to us goes to the next waiter
-                raise
-            finally:
-                if timer is not None:
-                    timer.cancel()
-        if expires is not None:
-            deadline = expires - self._loop.time()
-            if deadline <= 0:
-                raise RpcError(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+            await slot
         if self._lost is not None:
             raise RpcError(self._lost.code, self._lost.details)
         if self._draining:
@@ -289,9 +264,7 @@ class Connection(asyncio.Protocol):
         stream = _Stream(self._next_id, self._peer_initial_window)
         self._next_id += 2
         if self._next_id > 2**31 - 1:
-            # Stream ids used up: this stream is the last; the next call opens a new connection,
-            # and this one closes when its streams (this one, a watch) have ended.
-            self._draining = True
+            self._draining = True  # stream ids used up: the next call opens a new connection
         self._streams[stream.id] = stream
         block = self._header_block(path, deadline)
         if len(block) > self._max_frame:
@@ -306,12 +279,11 @@ class Connection(asyncio.Protocol):
     async def unary(self, path: bytes, request: bytes, deadline: float) -> bytes:
         """One request message, one response message (or ``RpcError``); ``deadline`` is in seconds
         from now, sent as ``grpc-timeout`` and kept here (DEADLINE_EXCEEDED when it passes)."""
-        expires = self._loop.time() + deadline
         stream = await self._start(path, request, deadline, True)
         future = stream.future = self._loop.create_future()
         if stream.status is not None:  # failed while being sent
             self._settle(stream)
-        stream.timer = self._loop.call_at(expires, self._expire, stream)
+        stream.timer = self._loop.call_later(deadline, self._expire, stream)
         try:
             return await future
         finally:
@@ -327,12 +299,7 @@ class Connection(asyncio.Protocol):
         try:
             while True:
                 while stream.messages:
-                    message = stream.messages.popleft()
-                    stream.queued -= len(message)
-                    if stream.unacked >= _WINDOW // 2 and stream.queued < _QUEUED_MAX and stream.status is None:
-                        self._write(_frame(_WINDOW_UPDATE, 0, stream.id, _U32.pack(stream.unacked)))
-                        stream.unacked = 0
-                    yield message
+                    yield stream.messages.popleft()
                 if stream.status is not None:
                     if stream.status != StatusCode.OK:
                         raise RpcError(stream.status, stream.details)
@@ -348,38 +315,20 @@ class Connection(asyncio.Protocol):
         self._cancel(stream)
         self._finish(stream, StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
 
-    def _cancel(self, stream: _Stream, code: int = _CANCEL) -> None:
-        """Reset a stream we no longer want (RST_STREAM CANCEL), or close our side of one the
-        server ended (NO_ERROR)."""
+    def _cancel(self, stream: _Stream) -> None:
+        """Reset a stream we no longer want (RST_STREAM CANCEL)."""
         if self._streams.pop(stream.id, None) is None:
             return
-        if self._lost is None:
-            self._write(_frame(_RST_STREAM, 0, stream.id, _U32.pack(code)))
         self._release_slot()
-
-    def _wake_slots(self) -> None:
-        """Every call waiting for a stream slot looks again (the limit changed, or no new streams)."""
-        while self._stream_slots:
-            slot = self._stream_slots.popleft()
-            if not slot.done():
-                slot.set_result(None)
+        if self._lost is None:
+            self._write(_frame(_RST_STREAM, 0, stream.id, _U32.pack(_CANCEL)))
 
     def _release_slot(self) -> None:
-        """A stream ended: wake a call waiting for a stream slot; a draining connection whose last
-        stream this was closes now."""
         while self._stream_slots:
             slot = self._stream_slots.popleft()
             if not slot.done():
                 slot.set_result(None)
-                break
-        if self._draining and not self._streams and self._lost is None and self._transport is not None:
-            self._flush()
-            self._transport.close()
-
-    @property
-    def lost(self) -> bool:
-        """Whether the connection is gone (unlike a draining one, whose streams still run)."""
-        return self._lost is not None
+                return
 
     def _finish(self, stream: _Stream, status: int, details: str) -> None:
         if stream.status is not None:
@@ -500,7 +449,7 @@ class Connection(asyncio.Protocol):
         if stream is None:
             return
         stream.unacked += flow
-        if stream.unacked >= _WINDOW // 2 and not flags & _END_STREAM and stream.queued < _QUEUED_MAX:
+        if stream.unacked >= _WINDOW // 2 and not flags & _END_STREAM:
             self._write(_frame(_WINDOW_UPDATE, 0, stream_id, _U32.pack(stream.unacked)))
             stream.unacked = 0
         if payload:
@@ -526,7 +475,6 @@ class Connection(asyncio.Protocol):
                 if size - pos - 5 < length:
                     break
                 stream.messages.append(bytes(buf[pos + 5:pos + 5 + length]))
-                stream.queued += length
                 pos += 5 + length
             if pos == size:
                 stream.buf = bytearray()
@@ -614,8 +562,6 @@ class Connection(asyncio.Protocol):
         if status is not None:  # trailers (or a trailers-only answer)
             if not end_stream:
                 self._cancel(stream)
-            elif not stream.done or stream.pending:  # our side is still open: close it too
-                self._cancel(stream, 0)
             self._finish(stream, status, unquote(message.decode("utf-8", "replace")))
         elif end_stream:
             self._finish(stream, StatusCode.INTERNAL, "server closed the stream without a grpc-status")
@@ -632,7 +578,6 @@ class Connection(asyncio.Protocol):
                 self._max_frame = value
             elif key == _S_MAX_CONCURRENT_STREAMS:
                 self._max_streams = max(value, 1)
-                self._wake_slots()
             elif key == _S_HEADER_TABLE_SIZE:
                 pass  # the size of the server's table for what we send: we never index
         self._write(_frame(_SETTINGS, _ACK, 0))
@@ -670,7 +615,6 @@ class Connection(asyncio.Protocol):
         """The server is going away: no new streams here; the streams it never took fail as
         UNAVAILABLE (safe to retry elsewhere), the others run to their end."""
         self._draining = True
-        self._wake_slots()
         last = _U32.unpack(payload[:4])[0] & 0x7FFFFFFF
         code = _U32.unpack(payload[4:8])[0]
         for stream in [s for s in self._streams.values() if s.id > last]:
