@@ -6,47 +6,39 @@ recorded one by one (a counter increment and a histogram observation, each under
 were a quarter of core-api's CPU per direct delivery (py-spy, issue 15). ``sent_batched`` counts
 them in a dict instead and adds them up once per event-loop turn: the counter by N, the histogram's
 sum by N x size and its bucket by N, which is what N observations add. Readers of ``/metrics`` see
-them by the end of the loop turn that sent them.
+them by the end of the loop turn that sent them. Both series are the lean kinds
+(genericapi.leanmetrics: prometheus_client's text, no lock, no label validation per update).
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
-from typing import Any
+from bisect import bisect_left
 
-from prometheus_client import Counter, Histogram
+from genericapi.leanmetrics import LeanCounter, LeanHistogram, LeanValue
 
-WATCH_EVENTS = Counter(
+WATCH_EVENTS = LeanCounter(
     "apiserver_watch_events_total",
     "[ALPHA] Number of events sent in watch clients",
-    ["group", "version", "kind"],
+    ("group", "version", "kind"),
 )
-WATCH_EVENT_SIZES = Histogram(
+WATCH_EVENT_SIZES = LeanHistogram(
     "apiserver_watch_events_sizes",
     "[ALPHA] Watch event size distribution in bytes",
-    ["group", "version", "kind"],
+    ("group", "version", "kind"),
     buckets=tuple(1024.0 * 2 ** i for i in range(8)),  # 1K .. 128K, kube's
 )
 
 #: Observations not yet added: (counter child, histogram child, size) -> how many.
-_PENDING: dict[tuple[Any, Any, int], int] = {}
+_PENDING: dict[tuple[LeanValue, LeanHistogram.Child, int], int] = {}
 _scheduled = False
 
 
-def _observe_many(sizes: Any, size: int, n: int) -> None:
-    """``n`` observations of ``size`` in a histogram child, as ``n`` calls of ``observe`` would leave it."""
-    bounds = getattr(sizes, "_upper_bounds", None)
-    buckets = getattr(sizes, "_buckets", None)
-    total = getattr(sizes, "_sum", None)
-    if bounds is None or buckets is None or total is None:  # another prometheus_client: one by one
-        for _ in range(n):
-            sizes.observe(size)
-        return
-    total.inc(size * n)
-    i = bisect.bisect_left(bounds, size)  # the first bucket whose upper bound is >= size (observe's)
-    if i < len(buckets):
-        buckets[i].inc(n)
+def _observe_many(sizes: LeanHistogram.Child, size: int, n: int) -> None:
+    """``n`` observations of ``size`` in a histogram child, as ``n`` calls of ``observe`` would leave it
+    (sizes are whole numbers, so ``n x size`` adds to the sum what ``n`` additions of ``size`` would)."""
+    sizes.sum += size * n
+    sizes.counts[bisect_left(sizes.bounds, size)] += n  # the first bucket whose bound is >= size (observe's)
 
 
 def flush() -> None:
@@ -56,7 +48,7 @@ def flush() -> None:
     pending = list(_PENDING.items())
     _PENDING.clear()
     for (count, sizes, size), n in pending:
-        count.inc(n)
+        count.value += n
         _observe_many(sizes, size, n)
 
 
