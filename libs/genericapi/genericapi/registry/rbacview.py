@@ -28,6 +28,8 @@ class RBACView:
         self._prefixes = {k: f"{base}/{k}/".encode() for k in _KINDS}
         codec = JsonCodec()
         self._caches = {k: WatchCache(client, p, codec, window=100) for k, p in self._prefixes.items()}
+        self._roles, self._cluster_roles, self._bindings, self._cluster_bindings = \
+            (self._caches[k] for k in _KINDS)
         #: (kind, key prefix) -> (cache revision, objects): a listing is made once per change, not per request.
         self._lists: dict[tuple[str, str], tuple[int, list[dict[str, Any]]]] = {}
 
@@ -54,6 +56,12 @@ class RBACView:
         objs = [c.obj for c in items]
         self._lists[(kind, within)] = (revision, objs)
         return objs
+
+    def generation(self) -> tuple[int, int, int, int]:
+        """The four caches' revisions: any role or binding change moves one (RBACSource's optional
+        ``generation``: the authorizer remembers decisions while it stays the same)."""
+        return (self._roles.revision, self._cluster_roles.revision, self._bindings.revision,
+                self._cluster_bindings.revision)
 
     def authorizer(self) -> Union:
         """kube's ``--authorization-mode=RBAC``: ``system:masters`` first, then RBAC over this view."""
