@@ -21,6 +21,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import ssl
 import sys
 import tempfile
@@ -110,6 +111,39 @@ def _poll_gateway(chain: Chain, rec: Recorder, stop: threading.Event) -> None:
         time.sleep(0.2)
 
 
+#: Service log lines worth a place on the timeline (the services log them at INFO with milliseconds):
+#: the gateway's APIService controllers' lease, their start, the first and last APIService registered.
+LOG_EVENTS = (
+    (re.compile(r"acquired lease kube-system/kube-aggregator"), "lease kube-aggregator acquired"),
+    (re.compile(r"controller apiservice-autoregister: synced"), "autoregister synced"),
+    (re.compile(r"registered APIService "), "APIService registered"),
+    (re.compile(r"Available Unknown -> True|Available -> True"), "APIService Available"),
+    (re.compile(r"acquired lease kube-system/kube-controller-manager"), "lease kube-controller-manager acquired"),
+)
+_LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
+
+
+def _log_events(logs: Path, rec: Recorder, names: list[str]) -> None:
+    """First (and, for repeated ones, last) occurrence of each of ``LOG_EVENTS`` per service log."""
+    for name in names:
+        path = logs / f"{name}.log"
+        if not path.exists():
+            continue
+        seen: dict[str, list[float]] = {}
+        for line in path.read_text(errors="replace").splitlines():
+            match = _LOG_TIME.match(line)
+            if match is None:
+                continue
+            for pattern, label in LOG_EVENTS:
+                if pattern.search(line):
+                    t = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000
+                    seen.setdefault(label, []).append(t)
+        for label, times in seen.items():
+            rec.add(name, f"log: {label}" + (f" (first of {len(times)})" if len(times) > 1 else ""), times[0])
+            if len(times) > 1:
+                rec.add(name, f"log: {label} (last of {len(times)})", times[-1])
+
+
 def run(controllers: bool, keep: str) -> None:
     rec = Recorder()
     trace = Path(tempfile.mkdtemp(prefix="cstrace-"))
@@ -149,7 +183,9 @@ def run(controllers: bool, keep: str) -> None:
         cpu = {name: _cpu_seconds(proc.pid) for name, proc in chain.processes.items()}
     finally:
         stop.set()
+        names = list(chain.processes)
         chain.stop(timeout=5)
+        _log_events(chain.log_dir or chain.data_dir / "logs", rec, names)
     pid_names: dict[int, str] = {}  # this run's pids, from the spawn events
     for _t, who, what in rec.events:
         if what.startswith("spawned (pid "):

@@ -45,6 +45,7 @@ import grpc
 import orjson
 from genericapi.backoff import Backoff
 from genericapi.controllers.tasks import cancel_and_wait
+from genericapi.server.control import ACCEPTING_SERVICE
 from genericapi.server.control_proto import pb, rpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -152,6 +153,9 @@ class MemberDiscovery:
 OnDiscovery = Callable[[MemberDiscovery], None]
 #: (member name, replica address, serving)
 OnServing = Callable[[str, str, bool], None]
+#: (member name, replica address): the replica's HTTP socket accepts requests (its post-start hooks
+#: may still run; SERVING follows once they are done).
+OnAccepting = Callable[[str, str], None]
 
 
 def _decode(member: MemberTargets, index: int, address: str, update: Any) -> MemberDiscovery:
@@ -166,7 +170,7 @@ class ReplicaClient:
 
     def __init__(self, member: MemberTargets, index: int, address: str, on_discovery: OnDiscovery,
                  on_serving: OnServing | None = None, credentials: grpc.ChannelCredentials | None = None,
-                 min_backoff: float = 0.05, max_backoff: float = 2.0) -> None:
+                 min_backoff: float = 0.05, max_backoff: float = 2.0, on_accepting: OnAccepting | None = None) -> None:
         self.member = member
         self.index = index
         self.address = address
@@ -176,6 +180,7 @@ class ReplicaClient:
         self.last_error = ""
         self._on_discovery = on_discovery
         self._on_serving = on_serving
+        self._on_accepting = on_accepting
         self._min_backoff = min_backoff
         self._max_backoff = max_backoff
         if address.startswith("unix:") or credentials is None:
@@ -237,7 +242,22 @@ class ReplicaClient:
             async for answer in call:
                 self._set_serving(answer.status == health_pb2.HealthCheckResponse.SERVING)
 
+        async def accepting() -> None:
+            # A member without the service answers SERVICE_UNKNOWN and keeps the watch open: SERVING
+            # on "" is then the first sign (on_serving), as before.
+            call = health_pb2_grpc.HealthStub(self._channel).Watch(
+                health_pb2.HealthCheckRequest(service=ACCEPTING_SERVICE))
+            async for answer in call:
+                if answer.status == health_pb2.HealthCheckResponse.SERVING and self._on_accepting is not None:
+                    try:
+                        self._on_accepting(self.member.name, self.address)
+                    except Exception:
+                        log.exception("accepting callback failed")
+            await asyncio.Future()  # the stream ended: the other two decide when the session ends
+
         tasks = [asyncio.create_task(discovery()), asyncio.create_task(health())]
+        if self._on_accepting is not None:
+            tasks.append(asyncio.create_task(accepting()))
         try:
             done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -266,10 +286,11 @@ class ControlChannel:
 
     def __init__(self, members: Sequence[MemberTargets], on_discovery: OnDiscovery,
                  on_serving: OnServing | None = None, credentials: grpc.ChannelCredentials | None = None,
-                 min_backoff: float = 0.05, max_backoff: float = 2.0) -> None:
+                 min_backoff: float = 0.05, max_backoff: float = 2.0, on_accepting: OnAccepting | None = None) -> None:
         self.members = list(members)
         self.replicas: list[list[ReplicaClient]] = [
-            [ReplicaClient(member, index, address, on_discovery, on_serving, credentials, min_backoff, max_backoff)
+            [ReplicaClient(member, index, address, on_discovery, on_serving, credentials, min_backoff, max_backoff,
+                           on_accepting)
              for address in member.addresses]
             for index, member in enumerate(self.members)]
 

@@ -455,8 +455,20 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
     if config.member_grpc:
         tcp = any(not a.startswith("unix:") for m in config.member_grpc for a in m.addresses)
         credentials = await client_credentials(paths.ca, *paths.pair("front-proxy-client")) if tcp else None
+        first_member = config.member_grpc[0].name
+
+        def on_accepting(member: str, _address: str) -> None:
+            # The APIService controllers' lease and CRDs are read through the chain, from core-api:
+            # they start the moment it accepts requests (its bootstrap hooks may still run).
+            if member == first_member and gateway.apiservices is not None:
+                gateway.apiservices.chain_accepting()
+
+        def on_serving(member: str, address: str, serving: bool) -> None:
+            if serving:
+                on_accepting(member, address)
+
         gateway.control = ControlChannel(config.member_grpc, on_discovery=gateway.on_discovery,
-                                         credentials=credentials)
+                                         on_serving=on_serving, on_accepting=on_accepting, credentials=credentials)
     health = HealthChecks()
     health.add("backends", gateway.members_ready, liveness=False)
     aggregator_hooks: list[PostStartHookStatus] = []
@@ -465,7 +477,8 @@ async def run(config: GatewayConfig, shutdown_delay: float = 1.0) -> None:
             LayerConfig([e.strip() for e in config.etcd_servers.split(",") if e.strip()], config.etcd_prefix,
                         recheck_interval=config.apiservice_recheck, etcd_tls=config.etcd_tls),
             config.members[0] if config.members else [], backend_ssl, paths.pair("front-proxy-client"),
-            gateway.header_source, lambda: list(gateway.table.by_group_version))
+            gateway.header_source, lambda: list(gateway.table.by_group_version),
+            wait_for_chain=gateway.control is not None)
         apiservices = gateway.apiservices
         if tracing is not None:
             apiservices.server.etcd.instruments.tracer = tracing.tracer

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -235,9 +236,15 @@ class GenericAPIServer:
         #: Set when the drain ends the watches: new watches are refused (429, Retry-After) until exit.
         self.draining = False
         self._warm: asyncio.Future[object] | None = None
-        #: Under ``run``, the control channel reports SERVING once the HTTP socket is bound, not at
-        #: the end of ``start`` (uvicorn binds after the lifespan's start-up).
+        #: Under ``run``, the control channel reports SERVING once the HTTP socket is bound and the
+        #: post-start hooks are done, not at the end of ``start`` (uvicorn binds after the lifespan's
+        #: start-up); the hooks then run after ``start`` returned, while the socket accepts.
         self._serve_once_bound = False
+        self._socket_bound = False
+        self._post_start_task: asyncio.Task[None] | None = None
+        #: Why a post-start hook run in the background failed ("" while none did): ``run`` exits.
+        self.post_start_failure = ""
+        self._stop_run: asyncio.Event | None = None
         self.delegate: ReverseProxy | None = None
         if config.delegate_urls:
             ctx = client_ssl_context(config.client_ca_file, config.proxy_client_cert_file,
@@ -343,20 +350,50 @@ class GenericAPIServer:
             await self.control.bind()
         await asyncio.gather(*(s.start() for s in self.stores))
         self._informers.finish()
+        if self._serve_once_bound:
+            # kube-apiserver's order: the server listens once its storage is up and runs the
+            # post-start hooks while it serves (each hook's readyz check, informer-sync and the
+            # control channel's SERVING wait for them). The gateway can take its lease and read
+            # CRDs through this member while the bootstrap hooks write (issue 15, cold start).
+            self._post_start_task = asyncio.get_running_loop().create_task(
+                self._post_start_in_background(), name=f"{self.config.name} post-start hooks")
+            return
+        await self._post_start()
+
+    async def _post_start(self) -> None:
         for hook in self.post_start:
             await hook(self)
         asyncio.get_running_loop().create_task(self.openapi.warm())
         # Load the protobuf descriptors off the event loop now, not on the first typed request.
         self._warm = asyncio.get_running_loop().run_in_executor(None, k8sproto.registry)
-        if self.control is not None and not self._serve_once_bound:
-            await self.control.serve()
         self._started.set()
+        await self._report_serving()
         log.info("%s ready", self.config.name)
 
-    async def _bound(self) -> None:
-        """``run``'s socket is bound (after ``start``): the gateway hears SERVING and may send requests."""
-        if self.control is not None:
+    async def _post_start_in_background(self) -> None:
+        try:
+            await self._post_start()
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            # kube-apiserver: klog.Fatalf("PostStartHook %q failed: %v"): the process exits.
+            log.critical("%s: a post-start hook failed: %r", self.config.name, err, exc_info=True)
+            self.post_start_failure = repr(err)
+            if self._stop_run is not None:
+                self._stop_run.set()
+
+    async def _report_serving(self) -> None:
+        """SERVING on the control channel once started and, under ``run``, the socket accepts."""
+        if self.control is not None and self._started.is_set() and (self._socket_bound or not self._serve_once_bound):
             await self.control.serve()
+
+    async def _bound(self) -> None:
+        """``run``'s socket is bound (after ``start``): the gateway hears the member accept requests,
+        and SERVING once the post-start hooks are done too."""
+        self._socket_bound = True
+        if self.control is not None:
+            await self.control.accepting()
+        await self._report_serving()
 
     async def _wait_for_etcd(self) -> None:
         delay = 0.05
@@ -371,6 +408,11 @@ class GenericAPIServer:
         raise RuntimeError("etcd did not become available")
 
     async def stop(self) -> None:
+        task, self._post_start_task = self._post_start_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         for hook in self.pre_shutdown:
             try:
                 await hook(self)
@@ -423,10 +465,13 @@ class GenericAPIServer:
             if self.config.client_ca_file:
                 ssl_options.update(ssl_ca_certs=self.config.client_ca_file, ssl_cert_reqs=ssl.CERT_REQUIRED)
         self._serve_once_bound = True
+        self._stop_run = stop if stop is not None else asyncio.Event()
         await serve(self.app(), self.health, host=self.config.bind_address, port=self.config.port,
                     ssl_options=ssl_options, shutdown_delay=self.config.shutdown_delay,
                     http_protocol=ClientCertProtocol if "ssl_certfile" in ssl_options else LeanHttpProtocol,
-                    before_exit=self.end_watches, after_startup=self._bound, stop=stop)
+                    before_exit=self.end_watches, after_startup=self._bound, stop=self._stop_run)
+        if self.post_start_failure:
+            raise SystemExit(255)  # as kube-apiserver's Fatalf: a supervisor starts it again
 
 
 class _Lazy:

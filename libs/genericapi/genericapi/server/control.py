@@ -8,7 +8,8 @@ version gone) the moment ``GenericAPIServer.publish()`` makes it, instead of pol
 ``DiscoveryFeed.update`` is the publish hook: it encodes the two aggregated documents, and when
 they differ from the last ones bumps the generation and wakes every open stream. A stream sends
 the latest document, so a slow reader skips intermediate ones but never misses the last.
-Health is NOT_SERVING until ``start()`` completes and again from ``drain()`` (graceful stop).
+Health is NOT_SERVING until ``start()`` completes and again from ``drain()`` (graceful stop);
+``ACCEPTING_SERVICE`` turns SERVING earlier, once the HTTP socket accepts (``accepting()``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
 ]
+
+
+#: The health service name a member reports SERVING under once its HTTP socket accepts requests,
+#: before its post-start hooks are done ("" and ``SERVICE_NAME``: ready, the hooks done too).
+ACCEPTING_SERVICE = "kubechain.control.v1.Control/accepting"
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,7 @@ class ControlServer:
         stream while the API server still starts, and hears SERVING the moment ``serve`` is called."""
         if self._server is not None:
             return
-        for service in ("", SERVICE_NAME):
+        for service in ("", SERVICE_NAME, ACCEPTING_SERVICE):
             await self.health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         server = grpc.aio.server(options=SERVER_OPTIONS)
         rpc.add_ControlServicer_to_server(_ControlServicer(self.feed), server)
@@ -177,8 +183,16 @@ class ControlServer:
         self._server = server
         log.info("control channel of %s on %s", self.feed.member, self.address)
 
+    async def accepting(self) -> None:
+        """Report the HTTP socket accepting requests (``ACCEPTING_SERVICE`` SERVING) while the
+        post-start hooks may still run: the gateway's own controllers may use this member now
+        (kube's loopback client works from the moment the server listens); readiness waits for ``serve``."""
+        if not self._draining:
+            await self.health.set(ACCEPTING_SERVICE, health_pb2.HealthCheckResponse.SERVING)
+
     async def serve(self) -> None:
         """Report SERVING (the API server is started)."""
+        await self.accepting()
         for service in ("", SERVICE_NAME):
             await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
 

@@ -59,6 +59,9 @@ AGGREGATOR_USER = UserInfo("system:kube-aggregator", ("system:masters", "system:
 _OWN_PREFIX = f"/apis/{GROUP}"
 _OWN_OPENAPI = f"/openapi/v3/apis/{GROUP}/{VERSION}"
 _LEASES = APIResource("coordination.k8s.io", "v1", "leases", "Lease", True, frozenset(STANDARD_VERBS))
+#: With a control channel, the longest the controllers wait for the first chain member to accept
+#: requests before they compete for the lease anyway (a member whose control stream cannot be had).
+CHAIN_WAIT = 5.0
 _CRDS = APIResource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                     False, frozenset(STANDARD_VERBS), frozenset({"status"}))
 
@@ -80,7 +83,7 @@ class LayerConfig:
 class APIServiceLayer:
     def __init__(self, config: LayerConfig, chain_urls: Sequence[str], chain_ssl: ssl.SSLContext | None,
                  proxy_client_cert: tuple[str, str] | None, header_source: HeaderSource,
-                 builtins: BuiltinSource) -> None:
+                 builtins: BuiltinSource, wait_for_chain: bool = False) -> None:
         schemas = SchemaCatalog.load()
         self.server = GenericAPIServer(
             ServerConfig("aggregator", config.etcd_endpoints, config.etcd_prefix,
@@ -105,6 +108,10 @@ class APIServiceLayer:
         self.availability: AvailabilityController | None = None
         self.manager: ControllerManager | None = None
         self._transport: Transport | None = None
+        #: Set by ``chain_accepting``; with ``wait_for_chain`` the controllers start on it (see ``start``).
+        self._chain_up = asyncio.Event()
+        self._wait_for_chain = wait_for_chain
+        self._manager_gate: asyncio.Task[None] | None = None
         if config.controllers and chain_urls:
             self._transport = Transport(chain_urls, chain_ssl, user=AGGREGATOR_USER)
             self.manager = ControllerManager(HTTPClient(self._transport, _LEASES), LEASE_NAME)
@@ -140,9 +147,30 @@ class APIServiceLayer:
         await self.informer.start()
         self.openapi.start()
         if self.manager is not None:
+            if self._wait_for_chain:
+                self._manager_gate = asyncio.get_running_loop().create_task(self._start_manager_once_chain_serves())
+            else:
+                await self.manager.start()
+
+    def chain_accepting(self) -> None:
+        """The first chain member accepts requests (its control channel says so): the lease and the
+        CRDs, read through the chain, can be had now. The leader election starts at once instead of
+        retrying with a growing backoff while core-api starts (its retries had reached 0.4-1.6 s
+        by the time core-api served: issue 15's cold start waited that long for autoregistration)."""
+        self._chain_up.set()
+
+    async def _start_manager_once_chain_serves(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._chain_up.wait(), CHAIN_WAIT)
+        if self.manager is not None:
             await self.manager.start()
 
     async def stop(self) -> None:
+        gate, self._manager_gate = self._manager_gate, None
+        if gate is not None:
+            gate.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gate
         if self.manager is not None:
             await self.manager.stop()
         await self.informer.stop()
