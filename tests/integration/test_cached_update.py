@@ -11,7 +11,8 @@ Txn's else branch is the state the retry starts from. On real etcd with the gene
   current state, a delete's uid precondition is decided on the current object, a no-op update of
   the stale copy still writes, and a key deleted behind the cache's back is a 404;
 - concurrent writers lose nothing (each GET-then-PUT writer retrying on 409, and unpinned updates);
-- a resourceVersion that does not parse is the 409 it was.
+- a PUT's resourceVersion as kube's Store.Update reads it: one that does not parse is Go's ParseUint
+  error (500), "0" is unconditional for a kind that allows it, versions compare as numbers.
 """
 
 from __future__ import annotations
@@ -294,11 +295,34 @@ async def test_concurrent_unpinned_updates_and_deletes(store: Store) -> None:
     await cache_gone(store, "ns", "bump")
 
 
-async def test_unparseable_resource_version_is_a_conflict_as_before(store: Store) -> None:
+async def test_put_resource_version_zero_and_unparseable_as_kube(store: Store) -> None:
+    """kube's Store.Update: the body's version through ParseUint (its error unwrapped: a 500 with no
+    reason); 0 ("" or "0") is unconditional for a kind that allows it (ConfigMaps do), any other
+    version compared as a number (leading zeros are the same version)."""
     created = await store.create("ns", cm("bad", k="1"))
-    await cached_at(store, "ns", "bad", created["metadata"]["resourceVersion"])
-    for rv in ("abc", "-1", "99999999999999999999"):
+    rv = created["metadata"]["resourceVersion"]
+    await cached_at(store, "ns", "bad", rv)
+    for bad, why in (("abc", "invalid syntax"), ("-1", "invalid syntax"), ("+1", "invalid syntax"),
+                     (" 1", "invalid syntax"), ("99999999999999999999", "value out of range")):
         with pytest.raises(APIError) as err:
-            await store.update("ns", "bad", cm("bad", rv, k="2"))
-        assert (err.value.code, err.value.reason) == (409, "Conflict")
+            await store.update("ns", "bad", cm("bad", bad, k="2"))
+        assert (err.value.code, err.value.reason, err.value.details) == (500, "", None), bad
+        assert err.value.message == f'strconv.ParseUint: parsing "{bad}": {why}'
+    with pytest.raises(APIError) as err:  # parses (uint64's largest), is not the stored one
+        await store.update("ns", "bad", cm("bad", "18446744073709551615", k="2"))
+    assert (err.value.code, err.value.reason, err.value.message) == (409, "Conflict", CONFLICT.format("bad"))
     assert (await store.get("ns", "bad"))["data"] == {"k": "1"}
+
+    before = calls(store)
+    zero = await store.update("ns", "bad", cm("bad", "0", k="zero"))
+    assert delta(before, calls(store)) == {"update": 1}
+    assert zero["data"] == {"k": "zero"} and int(zero["metadata"]["resourceVersion"]) > int(rv)
+    rv = zero["metadata"]["resourceVersion"]
+    padded = await store.update("ns", "bad", cm("bad", "000" + rv, k="padded"))
+    assert padded["data"] == {"k": "padded"}
+    # Nothing changed at "0": the stored version, no write.
+    await cached_at(store, "ns", "bad", padded["metadata"]["resourceVersion"])
+    before = calls(store)
+    same = await store.update("ns", "bad", cm("bad", "0", k="padded"))
+    assert same["metadata"]["resourceVersion"] == padded["metadata"]["resourceVersion"]
+    assert "update" not in delta(before, calls(store))

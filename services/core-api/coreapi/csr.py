@@ -303,28 +303,27 @@ class CSRStore(Store):
                                                 "is not allowed")
         return await super().create(namespace, obj, dry_run, writer)
 
-    async def guaranteed_update(self, namespace: str, name: str, produce: Any, *, subresource: str = "",
-                                **kw: Any) -> dict[str, Any]:
-        if subresource in ("approval", "status") and self.authorizer is not None:
-            current = await self.get(namespace, name)
-            signer = str(_dict(current.get("spec")).get("signerName") or "")
-            verb = "approve" if subresource == "approval" else "sign"
-            allowed = await self._may(verb, signer)
-            if not allowed and subresource == "approval":
+    async def validate_update_plugins(self, name: str, new: dict[str, Any], old: dict[str, Any],
+                                      subresource: str) -> None:
+        """kube's CertificateApproval (every update of ``/approval``: "approve" on the new object's
+        signer) and CertificateSigning (an update of ``/status`` that changes the certificate or the
+        conditions: "sign" on the stored object's signer), validating plugins on the prepared update:
+        no read of their own, the write's origin is the old object."""
+        if self.authorizer is None or subresource not in ("approval", "status"):
+            return
+        if subresource == "approval":
+            signer = str(_dict(new.get("spec")).get("signerName") or "")
+            if not await self._may("approve", signer):
                 raise apierrors.forbidden_error(GROUP, "certificatesigningrequests", name,
                                                 f'user not permitted to approve requests with signerName "{signer}"')
-            if not allowed:
-                inner = produce
-
-                def produce(old: dict[str, Any]) -> dict[str, Any]:
-                    new = inner(old)
-                    if _dict(new.get("status")).get("certificate") != _dict(old.get("status")).get("certificate"):
-                        raise apierrors.forbidden_error(
-                            GROUP, "certificatesigningrequests", name,
-                            f'user not permitted to sign requests with signerName "{signer}"')
-                    return new
-
-        return await super().guaranteed_update(namespace, name, produce, subresource=subresource, **kw)
+            return
+        new_status, old_status = _dict(new.get("status")), _dict(old.get("status"))
+        if new_status.get("certificate") == old_status.get("certificate") and conditions(new) == conditions(old):
+            return
+        signer = str(_dict(old.get("spec")).get("signerName") or "")
+        if not await self._may("sign", signer):
+            raise apierrors.forbidden_error(GROUP, "certificatesigningrequests", name,
+                                            f'user not permitted to sign requests with signerName "{signer}"')
 
     async def _may(self, verb: str, signer: str) -> bool:
         """kube's ``IsAuthorizedForSignerName``: the signer's name, else ``<domain>/*``."""

@@ -186,17 +186,35 @@ class NamespaceStore(Store):
         return await super().update(namespace, name, new, dry_run=dry_run, subresource=subresource, writer=writer)
 
     async def delete(self, namespace: str, name: str, opts: DeleteOptions) -> tuple[dict[str, Any], bool]:
+        """kube's namespace REST Delete in one etcd round trip: it starts from the watch cache's copy
+        (kube reads etcd first, then runs GuaranteedUpdate on the cache's copy); what that copy
+        decides without a write (a precondition or admission error, "still terminating") is decided
+        again on the current state when the copy may be stale, as the generic store's writes are."""
+        origin = await self._origin("", name, current=opts.dry_run)
         for _ in range(_CONFLICT_RETRIES):
-            obj, kv = await self._read("", name)
-            meta = obj["metadata"]
-            self._check_preconditions(name, meta, opts)
+            meta = origin.obj["metadata"]
+            try:
+                self._check_preconditions(name, meta, opts)
+            except apierrors.APIError as err:
+                origin = await self._recheck(origin, err, "", name)
+                continue
             if meta.get("deletionTimestamp"):
-                if spec_finalizers(obj):
-                    return obj, False  # the namespace controller is still at work
-                return await super().delete(namespace, name, opts)
-            if not spec_finalizers(obj):
-                return await super().delete(namespace, name, opts)
-            await self.validate_delete(namespace, name, obj, opts)
+                if not spec_finalizers(origin.obj):
+                    return await self._delete_from(origin, namespace, name, opts)
+                fresh = await self._current_instead(origin, "", name)
+                if fresh is not None:
+                    origin = fresh
+                    continue
+                return origin.obj, False  # the namespace controller is still at work
+            if not spec_finalizers(origin.obj):
+                return await self._delete_from(origin, namespace, name, opts)
+            obj = self._origin_copy(origin)
+            meta = obj["metadata"]
+            try:
+                await self.validate_delete(namespace, name, obj, opts)
+            except apierrors.APIError as err:
+                origin = await self._recheck(origin, err, "", name)
+                continue
             meta["deletionTimestamp"] = now_rfc3339()
             status = obj.get("status")
             if not isinstance(status, dict):
@@ -209,9 +227,11 @@ class NamespaceStore(Store):
                 meta.pop("finalizers", None)
             if opts.dry_run:
                 return obj, False
+            kv = origin.kv
             try:
-                rev = await self.client.update(kv.key, self.codec.encode(obj), kv.mod_revision)
-            except serrors.RevisionConflictError:
+                rev = await self.client.update(kv.key, await self.encode(obj), kv.mod_revision)
+            except serrors.RevisionConflictError as err:
+                origin = await self._origin_after_conflict(err, "", name)
                 continue
             except serrors.StorageError as err:
                 raise self._err(err, name) from err

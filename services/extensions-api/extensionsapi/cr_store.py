@@ -15,6 +15,10 @@ Watch events are converted once per event for every watcher of the version, and 
 (``cr_watch_conversions``); an object leaving a watcher's selection is sent DELETED with its
 previous content at the change's resourceVersion, as kube's cacheWatcher does.
 
+Reads (``_served``) convert the same way: a GET, and the object an update, patch or delete
+starts from, which is the watch cache's copy converted (one etcd round trip per write, as for
+every other resource; a copy that fails to convert is replaced by etcd's, converted).
+
 Not done: objects stored at an older storage version do not get that version's defaults before
 conversion (the None strategy's codec applies them; this store has only the served schema).
 """
@@ -33,7 +37,6 @@ from genericapi.registry.options import ListOptions, ListResult
 from genericapi.registry.store import Store, _encode_continue
 from genericapi.storage.cacher import CacheEvent, CacheWatcher, Predicate, WatchClosed, WatchItem
 from genericapi.storage.errors import StorageError
-from genericapi.storage.etcd import KeyValue
 
 from .conversion import CRConverter
 from .cr_watch_conversions import Convert, EventConversions
@@ -73,13 +76,10 @@ class ConvertingStore(Store):
         stored = (await self.converter.convert([obj], self.storage_version))[0]
         return self.codec.encode(stored)
 
-    async def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], KeyValue]:
-        obj, kv = await super()._read(namespace, name)
-        return (await self.to_served([obj]))[0], kv
-
-    async def get(self, namespace: str, name: str, resource_version: str = "") -> dict[str, Any]:
-        obj = await super().get(namespace, name, resource_version)
-        return (await self.to_served([obj]))[0]  # a no-op for what _read already converted
+    async def _served(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """What the store reads (get, and where an update, patch or delete starts: etcd's copy or
+        the watch cache's, one round trip) at the served version, as ``to_served`` converts it."""
+        return (await self.to_served([stored]))[0]
 
     async def list(self, namespace: str, opts: ListOptions) -> ListResult:
         pred = opts.predicate

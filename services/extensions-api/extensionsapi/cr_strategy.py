@@ -41,6 +41,8 @@ class RuleOps(Protocol):
 
 class CRStrategy(Strategy):
     tracks_generation = True
+    #: kube's customResourceStrategy.AllowUnconditionalUpdate: a PUT must name the version it replaces.
+    allow_unconditional_update = False
 
     def __init__(self, info: ResourceInfo, *, schema: SchemaOps | None, rules: RuleOps | None,
                  printer: Printer, terminating: Callable[[], bool]) -> None:

@@ -66,6 +66,8 @@ class CRDStrategy(Strategy):
     """Defaulting, storedVersions and validation of CustomResourceDefinitions."""
 
     tracks_generation = True
+    #: kube's CRD strategy (and its status strategy): a PUT must name the version it replaces.
+    allow_unconditional_update = False
 
     def __init__(self, schemas: SchemaCatalog | None) -> None:
         super().__init__(CRD_INFO, schemas)
@@ -94,19 +96,31 @@ class CRDStore(Store):
     """CRD storage whose first DELETE marks the CRD Terminating instead of removing it."""
 
     async def delete(self, namespace: str, name: str, opts: DeleteOptions) -> tuple[dict[str, Any], bool]:
-        obj = await self.get(namespace, name)
-        meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
-            return await super().delete(namespace, name, opts)
-        if opts.precondition_uid is None:
-            opts = copy.copy(opts)
-            opts.precondition_uid = meta.get("uid")
-        self._check_preconditions(name, meta, opts)
+        """kube's CRD REST Delete in one etcd round trip: from the watch cache's copy (kube reads
+        etcd, then runs GuaranteedUpdate on the cache's copy), what that copy decides without a
+        write decided again on the current state when it may be stale. The uid precondition kube
+        takes from its read is taken from the first current state (a cached copy is checked by the
+        write's revision compare instead)."""
+        origin = await self._origin(namespace, name, current=opts.dry_run)
         for _ in range(100):
-            current, kv = await self._read(namespace, name)
+            meta = origin.obj["metadata"]
+            if opts.precondition_uid is None and origin.current:
+                opts = copy.copy(opts)
+                opts.precondition_uid = meta.get("uid")
+            try:
+                self._check_preconditions(name, meta, opts)
+            except apierrors.APIError as err:
+                origin = await self._recheck(origin, err, namespace, name)
+                continue
+            if meta.get("deletionTimestamp"):
+                return await self._delete_from(origin, namespace, name, opts)
+            current = self._origin_copy(origin)
             cmeta = current["metadata"]
-            self._check_preconditions(name, cmeta, opts)
-            await self.validate_delete(namespace, name, current, opts)
+            try:
+                await self.validate_delete(namespace, name, current, opts)
+            except apierrors.APIError as err:
+                origin = await self._recheck(origin, err, namespace, name)
+                continue
             cmeta.setdefault("deletionTimestamp", now_rfc3339())
             cmeta.setdefault("deletionGracePeriodSeconds", 0)
             finalizers = list(cmeta.get("finalizers") or [])
@@ -118,9 +132,11 @@ class CRDStore(Store):
                                      "CustomResource deletion will begin soon")
             if opts.dry_run:
                 return current, False
+            kv = origin.kv
             try:
-                rev = await self.client.update(kv.key, self.codec.encode(current), kv.mod_revision)
-            except serrors.RevisionConflictError:
+                rev = await self.client.update(kv.key, await self.encode(current), kv.mod_revision)
+            except serrors.RevisionConflictError as err:
+                origin = await self._origin_after_conflict(err, namespace, name)
                 continue
             except serrors.StorageError as err:
                 raise self._err(err, name) from err

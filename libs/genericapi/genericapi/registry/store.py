@@ -20,7 +20,7 @@ from genericapi.apimachinery import admission as adm
 from genericapi.apimachinery import deepjson
 from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.errors import APIError
-from genericapi.apimachinery.gofmt import go_quote
+from genericapi.apimachinery.gofmt import GoRendered, go_quote
 from genericapi.apimachinery.resources import ResourceInfo
 from genericapi.storage import errors as serrors
 from genericapi.storage.cacher import CacheWatcher, WatchCache
@@ -147,13 +147,25 @@ class Store:
 
     async def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], KeyValue]:
         kv = await self._read_kv(namespace, name)
-        return self._decode(kv), kv
+        obj = self._decode(kv)
+        return (obj if self._serves_as_stored() else await self._served(obj)), kv
+
+    async def _served(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """``stored`` (as etcd and the watch cache hold it, resourceVersion set) as this store serves
+        it. Itself here; a store converting at its edges (a custom resource whose conversion is a
+        webhook) overrides this, and then everything read, from etcd or from the watch cache,
+        passes through it: a write starting from the cached copy sees what a read would."""
+        return stored
+
+    def _serves_as_stored(self) -> bool:
+        """Whether ``_served`` is the identity (the store's objects are the cache's)."""
+        return type(self)._served is Store._served
 
     def _private_copy(self, read: dict[str, Any], kv: KeyValue) -> dict[str, Any]:
         """A copy of ``read`` (what ``_read`` returned with ``kv``) that a write may change: decoded
-        again from ``kv`` when ``_read`` is this class's, else a deep copy (a subclass's ``_read``
-        may transform what it decodes, as the custom resource store's conversion webhook does)."""
-        if type(self)._read is Store._read:
+        again from ``kv`` when the store serves objects as stored, else a deep copy (``_served`` may
+        have called a conversion webhook: doing that again for a copy would be another call)."""
+        if self._serves_as_stored():
             return self._decode(kv)
         return copy.deepcopy(read)
 
@@ -161,13 +173,18 @@ class Store:
     async def _origin(self, namespace: str, name: str, *, current: bool = False) -> WriteOrigin:
         """The state an update or delete starts from: the watch cache's copy when the cache is ready
         and holds the key (kube's Cacher passes it as ``cachedExistingObject``), else etcd's (404
-        when etcd has no such key). ``current`` asks for etcd's. A store whose ``_read`` transforms
-        what it decodes (a custom resource's conversion) always reads etcd: the cache holds the
-        stored version."""
-        if not current and type(self)._read is Store._read and self.cache.ready:
+        when etcd has no such key). ``current`` asks for etcd's. The cached copy goes through
+        ``_served`` as a read does; a copy that fails to convert is never the answer (it may be
+        stale): etcd's is read and converted instead."""
+        if not current and self.cache.ready:
             cached = self.cache.get(self.key(namespace, name))
             if cached is not None:
-                return WriteOrigin.from_cache(cached)
+                if self._serves_as_stored():
+                    return WriteOrigin.from_cache(cached)
+                try:
+                    return WriteOrigin.from_cache(cached, await self._served(cached.decode()))
+                except APIError:
+                    pass  # decided again on the current state below
         obj, kv = await self._read(namespace, name)
         return WriteOrigin(obj, kv, True)
 
@@ -176,13 +193,14 @@ class Store:
         """The state to retry from after a Txn's compare failed: what its else branch read (current,
         no read of our own), as etcd3's GuaranteedUpdate retries."""
         kv = err.current
-        if isinstance(kv, KeyValue) and type(self)._read is Store._read:
-            return WriteOrigin(self._decode(kv), kv, True)
+        if isinstance(kv, KeyValue):
+            obj = self._decode(kv)
+            return WriteOrigin(obj if self._serves_as_stored() else await self._served(obj), kv, True)
         return await self._origin(namespace, name, current=True)
 
     def _origin_copy(self, origin: WriteOrigin) -> dict[str, Any]:
         """A private copy of the origin's object, for a write to change."""
-        if origin.cached is not None:
+        if origin.cached is not None and self._serves_as_stored():
             return origin.cached.decode()
         return self._private_copy(origin.obj, origin.kv)
 
@@ -216,7 +234,8 @@ class Store:
             cached = self.cache.get(self.key(namespace, name))
             if cached is None:
                 raise self._not_found(name)
-            return cached.decode()  # a new object from the cached JSON
+            obj = cached.decode()  # a new object from the cached JSON
+            return obj if self._serves_as_stored() else await self._served(obj)
         obj, _ = await self._read(namespace, name)
         return obj
 
@@ -441,11 +460,13 @@ class Store:
             out = copy.deepcopy(new)
             out_meta = out.setdefault("metadata", {})
             out_meta["name"] = name
-            out_meta["resourceVersion"] = wanted_rv or old["metadata"]["resourceVersion"]
+            out_meta["resourceVersion"] = wanted_rv  # "" or "0": unconditional, if the kind allows it
             return out
 
+        # Pinned: a version that parses and is not 0 (a lost race is then kube's 409, no retry).
+        pinned = _parse_uint_error(str(wanted_rv)) is None and int(wanted_rv) != 0
         return await self.guaranteed_update(namespace, name, produce, dry_run=dry_run,
-                                            subresource=subresource, precondition=bool(wanted_rv), writer=writer)
+                                            subresource=subresource, precondition=pinned, writer=writer)
 
     async def guaranteed_update(self, namespace: str, name: str,
                                 produce: Callable[[dict[str, Any]], dict[str, Any]], *,
@@ -472,7 +493,7 @@ class Store:
                 try:
                     new, attrs, finish = await self._produce_update(
                         namespace, name, produce, origin, dry_run, subresource, writer, view, view_from_parent)
-                    await self._validate_update(name, new, old, attrs, view)
+                    await self._validate_update(name, new, old, attrs, view, subresource)
                 except APIError as err:
                     # Decided on a copy that may be stale: again on the current state, unless it is.
                     origin = await self._recheck(origin, err, namespace, name)
@@ -522,9 +543,7 @@ class Store:
                 base, new = new, view.to_view(new)
         if not isinstance(new.get("metadata"), dict):
             new["metadata"] = {}
-        new_rv = str(new["metadata"].get("resourceVersion") or current_rv)
-        if new_rv != current_rv:
-            raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
+        self._check_update_version(name, new["metadata"], current_rv, carried=view is not None)
         attrs = None
         if self.admission:
             # kube's mutating admission runs in the update's object transformers: on the
@@ -545,6 +564,34 @@ class Store:
         if self.begin_update is not None and subresource != "status":
             finish = await self.begin_update(new, old, dry_run)
         return new, attrs, finish
+
+    def _check_update_version(self, name: str, meta: dict[str, Any], current_rv: str, *, carried: bool) -> None:
+        """kube's Store.Update on the version the new object names (APIObjectVersioner's
+        ObjectResourceVersion, Go's ParseUint): one that does not parse is that error unwrapped (a
+        500 with no reason, ErrorToAPIStatus's answer to a plain error); 0 ("" or "0") is an
+        unconditional update when the strategy allows it (``allow_unconditional_update``, kube's
+        AllowUnconditionalUpdate: custom resources and CRDs do not; then 422 "must be specified
+        for an update", on the resource's plural as kube words it); any other that is not the
+        stored one is the optimistic-lock 409. A view (``/scale``) without a version carries the
+        stored one over (kube's scaleUpdatedObjectInfo). An unconditional update gets the stored
+        version, so "nothing changed" compares like with like."""
+        wanted = meta.get("resourceVersion") or ""
+        if not isinstance(wanted, str):
+            wanted = str(wanted)
+        if not wanted and carried:
+            meta["resourceVersion"] = current_rv
+            return
+        problem = _parse_uint_error(wanted) if wanted else None
+        if problem is not None:
+            raise APIError(500, "", problem)
+        version = int(wanted) if wanted else 0
+        if version == 0:
+            if not getattr(self.strategy, "allow_unconditional_update", True):
+                raise apierrors.invalid_object(self.info.group, self.info.plural, name, [apierrors.invalid(
+                    "metadata.resourceVersion", GoRendered("0x0"), "must be specified for an update")])
+            meta["resourceVersion"] = current_rv
+        elif version != int(current_rv):
+            raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
 
     async def storage_update(self, namespace: str, name: str,
                              mutate: Callable[[dict[str, Any]], dict[str, Any]], *,
@@ -575,14 +622,17 @@ class Store:
         raise apierrors.optimistic_lock(self.info.group, self.info.plural, name)
 
     async def _validate_update(self, name: str, new: dict[str, Any], old: dict[str, Any],
-                               attrs: adm.Attributes | None, view: SubresourceView | None) -> None:
-        """Validate one prepared update: the strategy, then validating admission."""
+                               attrs: adm.Attributes | None, view: SubresourceView | None,
+                               subresource: str = "") -> None:
+        """Validate one prepared update: the strategy, the resource's own validating plugins, then
+        validating admission."""
         if view is None and _update_schema_clean(new):
             errs = self.strategy.validate_update_schema_clean(new, old)
         else:
             errs = self.strategy.validate_update(new, old)
         if errs:
             raise apierrors.invalid_object(self.info.group, self.info.kind, name, errs)
+        await self.validate_update_plugins(name, new, old, subresource)
         if attrs is not None:
             if view is not None:
                 # kube's toScaleUpdateValidation: the validating plugins see the two objects' views
@@ -633,6 +683,12 @@ class Store:
                            dry_run=dry_run)
         attrs.kind_group, attrs.kind_version, attrs.kind = view.gvk
         return attrs
+
+    async def validate_update_plugins(self, name: str, new: dict[str, Any], old: dict[str, Any],
+                                      subresource: str) -> None:
+        """kube's in-tree validating admission plugins that concern only this resource (the CSR
+        store's CertificateApproval and CertificateSigning), run on each prepared update before the
+        chain's validating plugins, as kube orders them; on a stale copy they are decided again."""
 
     async def admit_delete(self, namespace: str, name: str, opts: DeleteOptions) -> None:
         """kube's DELETE handler runs the mutating plugins first, with neither object (``name``
@@ -688,7 +744,13 @@ class Store:
     # -- delete ---------------------------------------------------------------------------
     async def delete(self, namespace: str, name: str, opts: DeleteOptions) -> tuple[dict[str, Any], bool]:
         """Delete one object: (the object, whether it is gone now rather than pending finalizers)."""
-        origin = await self._origin(namespace, name, current=opts.dry_run)
+        return await self._delete_from(await self._origin(namespace, name, current=opts.dry_run),
+                                       namespace, name, opts)
+
+    async def _delete_from(self, origin: WriteOrigin, namespace: str, name: str,
+                           opts: DeleteOptions) -> tuple[dict[str, Any], bool]:
+        """``delete`` from ``origin`` (a store whose DELETE first decides something on the object, a
+        namespace's or a CRD's, hands on the state it started from: no second look)."""
         for _ in range(_CONFLICT_RETRIES):
             obj, kv = origin.obj, origin.kv
             meta = obj["metadata"]
@@ -897,17 +959,25 @@ def _set_resource_version(meta: dict[str, Any]) -> bool:
     return False
 
 
-def _rv_parse_error(rv: str) -> str | None:
-    """kube's APIObjectVersioner refusing ``rv``: Go's ParseUint error as a field.Invalid on
-    ``resourceVersion``; None when it parses. Decimal ASCII digits only, as ParseUint (Python's int()
-    also takes "+1", " 1", "1_0"); past uint64 is Go's range error (it was a 500: etcd's int64)."""
+def _parse_uint_error(rv: str) -> str | None:
+    """Go's ``strconv.ParseUint(rv, 10, 64)`` error text; None when it parses. Decimal ASCII digits
+    only, as ParseUint (Python's int() also takes "+1", " 1", "1_0"); past uint64 is its range error."""
     if rv.isascii() and rv.isdigit():
         if int(rv) < 2**64:
             return None
         why = "value out of range"
     else:
         why = "invalid syntax"
-    return f"resourceVersion: Invalid value: {go_quote(rv)}: strconv.ParseUint: parsing {go_quote(rv)}: {why}"
+    return f"strconv.ParseUint: parsing {go_quote(rv)}: {why}"
+
+
+def _rv_parse_error(rv: str) -> str | None:
+    """kube's APIObjectVersioner.ParseResourceVersion refusing ``rv``: Go's ParseUint error as a
+    field.Invalid on ``resourceVersion``; None when it parses (it was a 500 past int64: etcd's)."""
+    problem = _parse_uint_error(rv)
+    if problem is None:
+        return None
+    return f"resourceVersion: Invalid value: {go_quote(rv)}: {problem}"
 
 
 def _refuse_unparseable_rv(rv: str) -> None:

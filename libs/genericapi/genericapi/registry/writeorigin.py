@@ -10,6 +10,9 @@ state, and the retry starts from it with no read of its own.
 
 ``WriteOrigin`` is that state (kube's ``objState``): the object as the store serves it, the key and
 mod revision the Txn compares, whether it is current, and how to make a private copy to change.
+A store that converts what it reads (``Store._served``: a custom resource behind a conversion
+webhook) starts from the cached copy converted the same way, so a write from the cache and one
+from a read see the same object.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ class WriteOrigin:
         return self.kv.mod_revision
 
     @classmethod
-    def from_cache(cls, cached: CachedObject) -> WriteOrigin:
-        """The cache's copy: its JSON decoded (the store's served object, resourceVersion set) and
+    def from_cache(cls, cached: CachedObject, served: dict[str, Any] | None = None) -> WriteOrigin:
+        """The cache's copy: its JSON decoded (the store's served object, resourceVersion set), or
+        ``served``, what the store made of it (a custom resource converted through its webhook), and
         its revision; the stored bytes are not kept by the cache and not needed (a write encodes anew)."""
-        return cls(cached.decode(), KeyValue(cached.key, b"", 0, cached.revision), False, cached)
+        obj = cached.decode() if served is None else served
+        return cls(obj, KeyValue(cached.key, b"", 0, cached.revision), False, cached)
