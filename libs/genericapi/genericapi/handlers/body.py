@@ -18,8 +18,24 @@ _OBJECT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
+def header(request: Request, name: bytes) -> str | None:
+    """The first value of the header ``name`` (lower case, as ASGI servers give header names), what
+    ``request.headers.get`` answers, from one pass over the request's raw headers kept on the
+    request: a handler reads four or five headers, and each ``Headers.get`` lowered and encoded
+    the name and scanned the list again (a missing one raised and caught a KeyError)."""
+    found: dict[bytes, bytes] | None = getattr(request, "_first_headers", None)
+    if found is None:
+        found = {}
+        for key, value in request.scope["headers"]:
+            if key not in found:
+                found[key] = value
+        request._first_headers = found  # type: ignore[attr-defined]
+    value = found.get(name)
+    return value.decode("latin-1") if value is not None else None
+
+
 async def read_bytes(request: Request) -> bytes:
-    length = request.headers.get("content-length")
+    length = header(request, b"content-length")
     if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
         raise apierrors.request_entity_too_large(MAX_BODY_BYTES)
     cached: bytes | None = getattr(request, "_body", None)
@@ -53,7 +69,7 @@ async def read_bytes(request: Request) -> bytes:
 
 
 def media_type(request: Request) -> str:
-    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return (header(request, b"content-type") or "").split(";", 1)[0].strip().lower()
 
 
 async def read_object(request: Request, info: ResourceInfo | None, detect_duplicates: bool,

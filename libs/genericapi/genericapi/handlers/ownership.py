@@ -15,6 +15,9 @@ from genericapi.apimachinery import errors as apierrors
 from genericapi.apimachinery.fieldmanager.managers import manager_from_user_agent
 from genericapi.registry.fieldtracking import Writer
 
+from .body import header
+from .params import lookup
+
 _MAX_MANAGER = 128
 
 
@@ -30,6 +33,8 @@ def field_manager_errors(value: str, path: str = "fieldManager") -> list[apierro
 
 def field_manager(params: Mapping[str, str], options_kind: str) -> str:
     value = params.get("fieldManager", "")
+    if not value:
+        return value
     errs = field_manager_errors(value)
     if errs:
         raise apierrors.invalid_object("meta.k8s.io", options_kind, "", errs)
@@ -37,7 +42,7 @@ def field_manager(params: Mapping[str, str], options_kind: str) -> str:
 
 
 def writer_for(request: Request, options_kind: str, subresource: str = "", *, recorded: bool = False) -> Writer:
-    manager = field_manager(request.query_params, options_kind)
+    manager = field_manager(lookup(request.query_params), options_kind)
     if not manager:
-        manager = manager_from_user_agent(request.headers.get("user-agent", ""))
+        manager = manager_from_user_agent(header(request, b"user-agent") or "")
     return Writer(manager, subresource, recorded)

@@ -38,12 +38,24 @@ def int_param(params: Mapping[str, str], name: str) -> int | None:
     return number
 
 
+def lookup(params: Mapping[str, str]) -> Mapping[str, str]:
+    """The query's single values by name, for lookups that mostly miss (``pretty``, ``dryRun``,
+    ``fieldManager``, ... on a plain create or GET): Starlette's ``QueryParams.get`` is
+    ``Mapping.get``, which raises and catches a ``KeyError`` for every absent name; its own dict
+    (each name's last value, what ``QueryParams[name]`` answers) answers a miss without one.
+    Anything else is returned as it is."""
+    own = getattr(params, "_dict", None)
+    return own if type(own) is dict else params
+
+
 #: The options kind kube-apiserver validates a write's query against, by HTTP method.
 OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions",
                 "DELETE": "DeleteOptions"}
 
 
 def dry_run(params: Mapping[str, str], options_kind: str = "CreateOptions") -> bool:
+    if "dryRun" not in params:  # most writes: no list to build or check
+        return False
     values = _query_values(params, "dryRun")
     errs = _dry_run_errors(values)
     if errs:

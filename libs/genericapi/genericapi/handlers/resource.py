@@ -24,7 +24,7 @@ from genericapi.registry.store import Store
 
 from . import params as qp
 from .apply import APPLY_PATCH, apply, force_option
-from .body import PROTOBUF, check_type, media_type, read_bytes, read_object
+from .body import PROTOBUF, check_type, header, media_type, read_bytes, read_object
 from .negotiation import Output, output_for
 from .ownership import writer_for
 from .patch import apply_patch
@@ -46,16 +46,16 @@ class Target:
 
 
 def _output(request: Request) -> Output:
-    return output_for(request.headers.get("accept", ""), request.query_params.get("includeObject", ""))
+    return output_for(header(request, b"accept") or "", qp.lookup(request.query_params).get("includeObject", ""))
 
 
 def _pretty(request: Request) -> bool:
-    return qp.flag(request.query_params, "pretty")
+    return qp.flag(qp.lookup(request.query_params), "pretty")
 
 
 async def get(t: Target, request: Request) -> Response:
     out = _output(request)
-    obj = await t.store.get(t.namespace, t.name, request.query_params.get("resourceVersion", ""))
+    obj = await t.store.get(t.namespace, t.name, qp.lookup(request.query_params).get("resourceVersion", ""))
     if t.subresource == "scale":
         return object_response(to_scale(t.store, obj), pretty=_pretty(request))
     return render_object(t.store, obj, out, _pretty(request))
@@ -74,7 +74,7 @@ async def list_or_watch(t: Target, request: Request) -> Response:
 async def create(t: Target, request: Request) -> Response:
     params = request.query_params
     kind = qp.OPTIONS_KIND[request.method]
-    validation = qp.field_validation(params, kind)
+    validation = qp.field_validation(qp.lookup(params), kind)
     dry = qp.dry_run(params, kind)
     out = _output(request)
     writer = writer_for(request, kind)
@@ -109,7 +109,7 @@ async def create_subresource(t: Target, request: Request) -> Response:
 async def update(t: Target, request: Request) -> Response:
     params = request.query_params
     kind = qp.OPTIONS_KIND[request.method]
-    validation = qp.field_validation(params, kind)
+    validation = qp.field_validation(qp.lookup(params), kind)
     dry = qp.dry_run(params, kind)
     out = _output(request)
     writer = writer_for(request, kind, t.subresource)
@@ -136,7 +136,7 @@ async def update(t: Target, request: Request) -> Response:
 async def patch(t: Target, request: Request) -> Response:
     params = request.query_params
     kind = qp.OPTIONS_KIND[request.method]
-    validation = qp.field_validation(params, kind)
+    validation = qp.field_validation(qp.lookup(params), kind)
     dry = qp.dry_run(params, kind)
     out = _output(request)
     ctype = media_type(request)
@@ -268,7 +268,7 @@ class admission_scope:  # lower case: it replaced a @contextmanager function of 
                                      preconditions=preconditions, orphanDependents=delete.orphan_dependents,
                                      propagationPolicy=delete.propagation_policy)
         else:
-            params = request.query_params
+            params = qp.lookup(request.query_params)
             options = options_object(kind, dry_run, fieldManager=params.get("fieldManager"),
                                      fieldValidation=params.get("fieldValidation"))
         self._scope = RequestAdmission(options)
