@@ -114,6 +114,11 @@ class Priority:
     def handles(self, operation: str) -> bool:
         return operation in (adm.CREATE, adm.UPDATE)
 
+    def applies_to(self, group: str, resource: str, subresource: str) -> bool:
+        """Pods and PriorityClasses only (their main resource): the admission chain skips this plugin
+        for anything else."""
+        return (group, resource) in (PODS, PRIORITY_CLASSES) and not subresource
+
     async def admit(self, attrs: adm.Attributes) -> None:
         target, operation, obj = (attrs.group, attrs.resource), attrs.operation, attrs.obj
         if obj is None or attrs.subresource:

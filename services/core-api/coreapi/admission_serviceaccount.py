@@ -213,6 +213,10 @@ class ServiceAccount:
     def handles(self, operation: str) -> bool:
         return operation == adm.CREATE
 
+    def applies_to(self, group: str, resource: str, subresource: str) -> bool:
+        """Pods only (their main resource): the admission chain skips this plugin for anything else."""
+        return (group, resource) == PODS and not subresource
+
     async def admit(self, attrs: adm.Attributes) -> None:
         obj, namespace = attrs.obj, attrs.namespace
         if obj is None or attrs.subresource or (attrs.group, attrs.resource) != PODS:

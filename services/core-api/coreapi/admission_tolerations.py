@@ -48,6 +48,10 @@ class DefaultTolerationSeconds:
     def handles(self, operation: str) -> bool:
         return operation in (adm.CREATE, adm.UPDATE)
 
+    def applies_to(self, group: str, resource: str, subresource: str) -> bool:
+        """Pods only (their main resource): the admission chain skips this plugin for anything else."""
+        return (group, resource) == ("", "pods") and not subresource
+
     async def admit(self, attrs: adm.Attributes) -> None:
         obj = attrs.obj
         if obj is None or attrs.subresource or (attrs.group, attrs.resource) != ("", "pods"):

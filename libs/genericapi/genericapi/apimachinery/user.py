@@ -49,14 +49,39 @@ current_user: ContextVar[UserInfo | None] = ContextVar("current_user", default=N
 
 
 def from_headers(headers: Iterable[tuple[bytes, bytes]]) -> UserInfo | None:
-    """The user asserted in ``X-Remote-User`` / ``-Group`` / ``-Uid`` / ``-Extra-<key>``."""
+    """The user asserted in ``X-Remote-User`` / ``-Group`` / ``-Uid`` / ``-Extra-<key>``.
+
+    Every request to a backend carries its user this way, and a handful of users (the admin, the
+    controllers, a few service accounts) make most requests: the ``UserInfo`` of the same headers
+    is remembered (when it has no extra values, whose lists a caller could change; at most
+    ``_MEMO_SIZE`` of them) instead of being decoded and built again for every request."""
+    remote: list[tuple[bytes, bytes]] = []
+    for pair in headers:
+        if pair[0][:9].lower() == b"x-remote-":  # most headers: skipped without decoding them
+            remote.append(pair)
+    if not remote:
+        return None
+    key = tuple(remote)
+    found = _memo.get(key)
+    if found is not None:
+        return found
+    info = _decode(remote)
+    if info is not None and not info.extra and len(_memo) < _MEMO_SIZE:
+        _memo[key] = info
+    return info
+
+
+#: ``from_headers``' users by their ``X-Remote-*`` header pairs.
+_MEMO_SIZE = 1024
+_memo: dict[tuple[tuple[bytes, bytes], ...], UserInfo] = {}
+
+
+def _decode(headers: list[tuple[bytes, bytes]]) -> UserInfo | None:
     name = ""
     uid = ""
     groups: list[str] = []
     extra: dict[str, list[str]] = {}
     for raw_key, raw_value in headers:
-        if raw_key[:9].lower() != b"x-remote-":  # most headers: skipped without decoding them
-            continue
         key = raw_key.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         if key == "x-remote-user":

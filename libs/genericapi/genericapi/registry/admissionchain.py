@@ -16,7 +16,6 @@ controllers' local client) have none: their options are empty and their warnings
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 from genericapi.apimachinery import auditannotations
@@ -28,22 +27,33 @@ from genericapi.apimachinery.user import UserInfo, current_user
 LOOPBACK_USER = UserInfo("system:apiserver", ("system:authenticated", "system:masters"))
 
 
-@dataclass
 class RequestAdmission:
-    """What the handler of one request gives admission and takes back from it."""
+    """What the handler of one request gives admission and takes back from it.
 
-    #: The request's options as a ``meta.k8s.io/v1`` object (kind, apiVersion, dryRun, ...).
-    options: dict[str, Any] | None = None
-    #: Warnings plugins added, for the response's ``Warning`` headers.
-    warnings: list[str] = field(default_factory=list)
-    #: Audit annotations plugins added (kept for an audit log to read).
-    annotations: dict[str, str] = field(default_factory=dict)
-    #: The request body (this very dict) when its schema walk found nothing at all
-    #: (``fieldvalidation.check_fields_clean``): a create of it may skip walking it again.
-    schema_clean: dict[str, Any] | None = None
-    #: An update's or patch's object, serialized when its schema walk found nothing at all: the
-    #: update may skip walking it again when only server-set metadata changed since.
-    schema_clean_raw: bytes | None = None
+    A plain class with slots, as ``Reinvocation``: one is made for every write, and a dataclass
+    with default factories cost more to build than the rest of the handler's preamble."""
+
+    __slots__ = ("annotations", "options", "schema_clean", "schema_clean_raw", "warnings")
+
+    def __init__(self, options: dict[str, Any] | None = None, warnings: list[str] | None = None,
+                 annotations: dict[str, str] | None = None, schema_clean: dict[str, Any] | None = None,
+                 schema_clean_raw: bytes | None = None) -> None:
+        #: The request's options as a ``meta.k8s.io/v1`` object (kind, apiVersion, dryRun, ...).
+        self.options = options
+        #: Warnings plugins added, for the response's ``Warning`` headers.
+        self.warnings: list[str] = warnings if warnings is not None else []
+        #: Audit annotations plugins added (kept for an audit log to read).
+        self.annotations: dict[str, str] = annotations if annotations is not None else {}
+        #: The request body (this very dict) when its schema walk found nothing at all
+        #: (``fieldvalidation.check_fields_clean``): a create of it may skip walking it again.
+        self.schema_clean = schema_clean
+        #: An update's or patch's object, serialized when its schema walk found nothing at all: the
+        #: update may skip walking it again when only server-set metadata changed since.
+        self.schema_clean_raw = schema_clean_raw
+
+    def __repr__(self) -> str:
+        return (f"RequestAdmission(options={self.options!r}, warnings={self.warnings!r}, "
+                f"annotations={self.annotations!r})")
 
 
 request_admission: ContextVar[RequestAdmission | None] = ContextVar("request_admission", default=None)
@@ -78,20 +88,45 @@ def options_object(kind: str, dry_run: bool, **fields: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
     if dry_run:
         out["dryRun"] = ["All"]
-    out.update({k: v for k, v in fields.items() if v not in (None, "", [], {})})
+    for k, v in fields.items():
+        if v is not None and v != "" and v != [] and v != {}:
+            out[k] = v
     return out
 
 
 class AdmissionChain:
-    """The mutating plugins, then the validating plugins, each list in kube's order."""
+    """The mutating plugins, then the validating plugins, each list in kube's order.
+
+    Which plugins run for a write is worked out once per (operation, group, resource, subresource)
+    and kept (kube's plugins are a fixed list too): a plugin runs when it ``handles`` the operation
+    and, if it has ``applies_to(group, resource, subresource)``, when that is true (the Pod-only
+    plugins say so, and a ConfigMap's create no longer awaits each of them to return at once). The
+    table is rebuilt when a list changes length or is replaced (services append plugins at start)."""
 
     def __init__(self, mutating: list[MutatingPlugin] | None = None,
                  validating: list[ValidatingPlugin] | None = None) -> None:
         self.mutating: list[MutatingPlugin] = mutating if mutating is not None else []
         self.validating: list[ValidatingPlugin] = validating if validating is not None else []
+        self._table: dict[tuple[str, str, str, str], tuple[tuple[MutatingPlugin, ...],
+                                                           tuple[ValidatingPlugin, ...]]] = {}
+        self._table_of: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def __bool__(self) -> bool:
         return bool(self.mutating or self.validating)
+
+    def plugins(self, attrs: Attributes) -> tuple[tuple[MutatingPlugin, ...], tuple[ValidatingPlugin, ...]]:
+        """The mutating and the validating plugins that run for ``attrs``' write, in order."""
+        lists = (id(self.mutating), len(self.mutating), id(self.validating), len(self.validating))
+        if lists != self._table_of:
+            self._table.clear()
+            self._table_of = lists
+        key = (attrs.operation, attrs.group, attrs.resource, attrs.subresource)
+        found = self._table.get(key)
+        if found is None:
+            found = self._table[key] = (
+                tuple(p for p in self.mutating if _runs(p, *key)),
+                tuple(p for p in self.validating if _runs(p, *key)))
+        return found
 
     async def admit(self, attrs: Attributes) -> None:
         """The mutating phase: each plugin that handles the operation may change ``attrs.obj``.
@@ -100,16 +135,19 @@ class AdmissionChain:
         IfNeeded`` saw a later one change the object), the phase runs a second time. kube runs
         every plugin again; here only plugins marked ``reinvocable`` (the webhook plugin) run
         again, the built-in ones being idempotent and first in the order."""
+        mutating = self.plugins(attrs)[0]
+        if not mutating:
+            _hand_back(attrs)
+            return
         state = Reinvocation()
         token = reinvocation.set(state)
         try:
-            for plugin in self.mutating:
-                if plugin.handles(attrs.operation):
-                    await plugin.admit(attrs)
+            for plugin in mutating:
+                await plugin.admit(attrs)
             if state.should_reinvoke:
                 state.is_reinvoke = True
-                for plugin in self.mutating:
-                    if getattr(plugin, "reinvocable", False) and plugin.handles(attrs.operation):
+                for plugin in mutating:
+                    if getattr(plugin, "reinvocable", False):
                         await plugin.admit(attrs)
         finally:
             reinvocation.reset(token)
@@ -117,12 +155,23 @@ class AdmissionChain:
 
     async def validate(self, attrs: Attributes) -> None:
         """The validating phase: plugins may only refuse."""
+        validating = self.plugins(attrs)[1]
+        if not validating:
+            _hand_back(attrs)
+            return
         try:
-            for plugin in self.validating:
-                if plugin.handles(attrs.operation):
-                    await plugin.validate(attrs)
+            for plugin in validating:
+                await plugin.validate(attrs)
         finally:
             _hand_back(attrs)
+
+
+def _runs(plugin: MutatingPlugin | ValidatingPlugin, operation: str, group: str, resource: str,
+          subresource: str) -> bool:
+    if not plugin.handles(operation):
+        return False
+    applies_to = getattr(plugin, "applies_to", None)
+    return applies_to is None or bool(applies_to(group, resource, subresource))
 
 
 def _hand_back(attrs: Attributes) -> None:
