@@ -29,6 +29,8 @@ from genericapi.apimachinery.requestinfo import RequestInfo
 from genericapi.apimachinery.user import UserInfo
 from genericapi.server import metrics
 from genericapi.server.tracing import ServerSpans, Tracing, trust_privileged
+from genericapi.server.wholeanswer import SCOPE_KEY as WHOLE_KEY
+from genericapi.server.wholeanswer import WholeAnswer, offered
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import filters
@@ -49,7 +51,8 @@ API_PATHS = ("/api/", "/apis/")
 class GatewayRequest:
     """One request through the chain: what the filters learned, and the one ``send`` wrapper."""
 
-    __slots__ = ("audit_id", "auditor", "downstream", "receive_from", "recording", "scope", "seat", "status")
+    __slots__ = ("audit_id", "auditor", "downstream", "receive_from", "recording", "scope", "seat", "status",
+                 "whole")
 
     def __init__(self, scope: Scope, receive: Receive, send: Send, auditor: audit.Auditor | None) -> None:
         self.scope = scope
@@ -62,6 +65,10 @@ class GatewayRequest:
         self.seat: Seat | None = None
         #: The response's status once its head was sent (0: not yet).
         self.status = 0
+        #: The server's one-write answer (wholeanswer.py) behind ``send``; offered on in its place.
+        self.whole: WholeAnswer | None = offered(scope, send)
+        if self.whole is not None:
+            scope[WHOLE_KEY] = self
 
     async def receive(self) -> Message:
         """The client's request messages, seen by audit on their way (only at levels that keep the body)."""
@@ -90,6 +97,25 @@ class GatewayRequest:
         if recording is not None and recording.capture:
             recording.body(message)
         await self.downstream(message)
+
+    async def answer_whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        """A sized answer in one write (wholeanswer.py): what ``send`` does with its two messages."""
+        whole = self.whole
+        assert whole is not None  # offered only with one
+        self.status = status
+        recording = self.recording
+        seat = self.seat
+        headers, ctype = audit.response_headers(headers, recording, seat.headers if seat is not None else (),
+                                                self.audit_id)
+        if recording is not None:
+            recording.started(status, ctype)
+            if recording.capture:
+                recording.body({"body": body})
+        elif status == 401 and self.auditor is not None and filters.USER not in self.scope:
+            audit.failed_authentication(self.auditor, self.scope)
+        await whole.answer_whole(status, headers, body)
+        if seat is not None and seat.watch:
+            seat.release()
 
     async def answer(self, err: apierrors.APIError) -> None:
         """Answer with the error's ``metav1.Status`` through the chain's ``send``."""

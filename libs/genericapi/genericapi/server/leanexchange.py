@@ -21,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from genericapi.handlers.directstream import SCOPE_KEY
+
+from .headcheck import clean
+from .wholeanswer import SCOPE_KEY as WHOLE_KEY
 
 if TYPE_CHECKING:
     from .leanhttp import LeanHttpProtocol
@@ -34,9 +36,6 @@ log = logging.getLogger("uvicorn.error")  # uvicorn's: filters on it (proxy._Qui
 
 #: Bodies this big are written on their own rather than copied into one buffer with the head.
 DIRECT_BYTES = 64 * 1024
-
-#: Control characters a response head may not carry besides the CRLF that ends each line.
-_BAD_HEAD = re.compile(b"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n")
 
 
 def _status_line(code: int) -> bytes:
@@ -89,6 +88,7 @@ class Exchange:
         #: The streaming handler's callback for the client going (DirectStream).
         self.stream_lost: Callable[[], None] | None = None
         scope[SCOPE_KEY] = self
+        scope[WHOLE_KEY] = self  # wholeanswer.py: a sized answer in one write
 
     def wake(self) -> None:
         self.ready = True
@@ -102,6 +102,7 @@ class Exchange:
             result = await app(self.scope, self.receive, self.send)
         except BaseException as exc:
             self.scope.pop(SCOPE_KEY, None)
+            self.scope.pop(WHOLE_KEY, None)
             log.error("Exception in ASGI application\n", exc_info=exc)
             if not self.started:
                 await self.send(_500)
@@ -111,6 +112,7 @@ class Exchange:
                 self.conn.transport.close()
         else:
             self.scope.pop(SCOPE_KEY, None)  # the scope no longer refers back here: no cycle to collect
+            self.scope.pop(WHOLE_KEY, None)
             if result is not None:
                 log.error("ASGI callable should return None, but returned '%s'.", result)
                 self.flush_head()
@@ -200,6 +202,43 @@ class Exchange:
         else:
             raise RuntimeError(f"Unexpected ASGI message '{message['type']}' sent, after response already completed.")
 
+    async def answer_whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        """A sized answer as one head and one write (wholeanswer.py): what ``send``'s two messages
+        would write for it, with its ``content-length``, without re-reading the headers for framing."""
+        conn = self.conn
+        if conn.write_paused and not self.disconnected:
+            await conn.drain()
+        if self.disconnected:
+            return
+        if self.started:
+            raise RuntimeError("Unexpected ASGI message 'http.response.start' sent, after response already started.")
+        self.waiting_100 = False
+        out = [STATUS_LINE[status], conn.default_head()]
+        for name, value in headers:
+            out += (name, b": ", value, b"\r\n")
+        out.append(b"content-length: %d\r\n" % len(body))
+        if not self.keep_alive:
+            out.append(b"connection: close\r\n")
+        out.append(b"\r\n")
+        head = b"".join(out)
+        if not clean(head):
+            raise RuntimeError("Invalid HTTP header name or value.")
+        self.started = True
+        self.chunked = False
+        if self.scope["method"] == "HEAD":
+            body = b""
+        transport = conn.transport
+        if len(body) < DIRECT_BYTES:
+            transport.write(head + body)
+        else:
+            transport.write(head)
+            transport.write(body)
+        self.complete = True
+        self.wake()
+        if not self.keep_alive:
+            transport.close()
+        conn.response_complete(self)
+
     def _start(self, message: dict[str, Any]) -> None:
         self.started = True
         self.waiting_100 = False
@@ -228,7 +267,7 @@ class Exchange:
             out.append(b"transfer-encoding: chunked\r\n")
         out.append(b"\r\n")
         head = b"".join(out)
-        if _BAD_HEAD.search(head):
+        if not clean(head):
             self.started = False
             raise RuntimeError("Invalid HTTP header name or value.")
         self.head = head

@@ -28,6 +28,7 @@ from genericapi.httpclient import client_errors, new_session
 
 from .streamrelay import relay_direct
 from .unixhttp import BUFFER_BYTES, UnixHTTPPool, UnixResponse, UpstreamClosed
+from .wholeanswer import offered
 
 if TYPE_CHECKING:
     import aiohttp  # loaded by the first TCP upstream's session (genericapi.httpclient)
@@ -239,7 +240,13 @@ class ReverseProxy:
                             continue
                         break
                     if whole:
-                        await _send_whole(send, unix_resp.status, unix_resp.headers, data)
+                        whole_answer = offered(scope, send) if method != "HEAD" else None
+                        if whole_answer is not None:  # one head, one write (wholeanswer.py)
+                            await whole_answer.answer_whole(
+                                unix_resp.status, [(k, v) for k, v in unix_resp.headers if k not in _RESPONSE_OWN_B],
+                                data)
+                        else:
+                            await _send_whole(send, unix_resp.status, unix_resp.headers, data, method == "HEAD")
                         return
                     await self._relay_sized(unix_resp.status, unix_resp.headers, data, unix_resp.iter_chunks(),
                                             unix_resp.close, receive, send, f"method={method} URI={target!r}")
@@ -420,10 +427,14 @@ async def _disconnected(receive: Receive) -> None:
             return
 
 
-async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]], data: bytes) -> None:
-    """An answer read whole from the upstream (it had a Content-Length), without hop-by-hop headers."""
+async def _send_whole(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]], data: bytes,
+                      head: bool = False) -> None:
+    """An answer read whole from the upstream (it had a Content-Length), without hop-by-hop headers;
+    ``head``: the answer to a HEAD, whose Content-Length is the upstream's (its body is not sent)."""
+    headers = list(headers)
     out = [(k, v) for k, v in headers if k.lower() not in _RESPONSE_OWN_B]
-    out.append((b"content-length", b"%d" % len(data)))
+    length = next((v for k, v in headers if k.lower() == b"content-length"), None) if head else None
+    out.append((b"content-length", length if length is not None else b"%d" % len(data)))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": data, "more_body": False})
 
