@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +17,10 @@ from typing import Any
 
 import pytest
 from genericapi.storage.cacher import CacheEvent, CacheWatcher, WatchCache, WatchClosed
-from genericapi.storage.errors import FutureRevisionError
+from genericapi.storage.errors import FutureRevisionError, KeyExistsError, UnavailableError
 from genericapi.storage.etcd import EtcdClient
 from support.etcd_cluster import EtcdCluster
+from support.freeze import freeze, thaw
 
 pytestmark = pytest.mark.integration
 
@@ -70,11 +69,28 @@ class Scenario:
     async def write(self, rounds: int, pause: float = 0.0) -> None:
         for _ in range(rounds):
             for i in range(PREFIXES):
-                rev = await self.writer.put(f"{self.base}p{i}/k{self.n}".encode(), b'{"n": 1}')
-                self.written[i].append(rev)
+                self.written[i].append(await self.create(f"{self.base}p{i}/k{self.n}".encode()))
             self.n += 1
             if pause:
                 await asyncio.sleep(pause)
+
+    async def create(self, key: bytes) -> int:
+        """Create ``key`` through the writer; its create revision. The client sends a write at most
+        once: during the leader election a killed or frozen leader causes, etcd may answer "request
+        timed out" for a write it may still apply, so, as a careful client of an apiserver does, the
+        outcome is settled by creating again (a create cannot apply twice) and reading it back."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                try:
+                    return await self.writer.create(key, b'{"n": 1}')
+                except KeyExistsError:  # an earlier attempt whose answer was lost did apply
+                    kv, _ = await self.writer.get(key)
+                    assert kv is not None
+                    return kv.create_revision
+            except UnavailableError:
+                assert time.monotonic() < deadline, f"etcd refused to create {key!r} for 30 s"
+                await asyncio.sleep(0.1)
 
     async def assert_caught_up(self) -> None:
         started = time.monotonic()
@@ -128,10 +144,11 @@ async def reader(client: EtcdClient, stop: asyncio.Event) -> tuple[int, int]:
 async def test_cache_survives_killed_member(cluster: EtcdCluster, round_: int) -> None:
     victim = round_ % 3
     s = Scenario(cluster, victim, f"kill{round_}")
+    stop = asyncio.Event()
+    readers: list[asyncio.Task[tuple[int, int]]] = []
     try:
         await s.start()
         await s.write(3)
-        stop = asyncio.Event()
         readers = [asyncio.create_task(reader(s.client, stop)) for _ in range(4)]
         await asyncio.sleep(0.1)
         cluster.kill(victim)
@@ -145,6 +162,8 @@ async def test_cache_survives_killed_member(cluster: EtcdCluster, round_: int) -
         # The caches' client still serves reads, now from a surviving member.
         assert (await s.client.get(f"{s.base}p0/k0".encode()))[0] is not None
     finally:
+        stop.set()  # a failure above must not leave the readers looping on a closed client
+        await asyncio.gather(*readers, return_exceptions=True)
         await s.close()
         cluster.restart(victim)
 
@@ -161,7 +180,7 @@ async def test_cache_survives_channel_reset_by_a_failed_call(cluster: EtcdCluste
     try:
         await s.start()
         await s.write(3)
-        os.kill(proc.pid, signal.SIGSTOP)
+        freeze(proc.pid)  # stopped for good before the next call (see support/freeze.py)
         try:
             # Times out on the frozen member (3 s), then succeeds on the next one.
             kv, _ = await s.client.get(f"{s.base}p0/k0".encode())
@@ -170,7 +189,7 @@ async def test_cache_survives_channel_reset_by_a_failed_call(cluster: EtcdCluste
             await s.assert_caught_up()
             s.assert_watch_complete()
         finally:
-            os.kill(proc.pid, signal.SIGCONT)
+            thaw(proc.pid)
     finally:
         await s.close()
         cluster.wait_healthy()
@@ -185,7 +204,7 @@ async def test_silent_member_is_noticed_by_keepalive(cluster: EtcdCluster) -> No
     try:
         await s.start()
         await s.write(2)
-        os.kill(proc.pid, signal.SIGSTOP)
+        freeze(proc.pid)  # stopped for good before the next call (see support/freeze.py)
         try:
             await s.write(5)
             started = time.monotonic()
@@ -196,7 +215,7 @@ async def test_silent_member_is_noticed_by_keepalive(cluster: EtcdCluster) -> No
             await s.assert_caught_up()
             s.assert_watch_complete()
         finally:
-            os.kill(proc.pid, signal.SIGCONT)
+            thaw(proc.pid)
     finally:
         await s.close()
         cluster.wait_healthy()

@@ -19,6 +19,7 @@ from genericapi.storage import errors as serrors
 from genericapi.storage.etcd import EtcdClient, WatchBatch, prefix_end
 from genericapi.storage.grpcwire import Connection
 
+from tests.support.freeze import freeze, thaw
 from tests.support.procs import EtcdServer
 
 pytestmark = pytest.mark.integration
@@ -82,12 +83,12 @@ async def test_a_frozen_member_times_out_then_serves_again(own_etcd: EtcdServer)
     try:
         prefix = _prefix()
         await c.create(prefix + b"a", b"1")
-        os.kill(own_etcd.process.pid, signal.SIGSTOP)
+        freeze(own_etcd.process.pid)
         started = time.monotonic()
         with pytest.raises(serrors.UnavailableError):
             await c.create(prefix + b"b", b"2")
         assert time.monotonic() - started < 10  # each attempt ends at its deadline
-        os.kill(own_etcd.process.pid, signal.SIGCONT)
+        thaw(own_etcd.process.pid)
         # (The timed-out create may still be applied now: etcd had it when it froze, as with any client.)
         await c.create(prefix + b"c", b"3")
         kv, _ = await c.get(prefix + b"c")
@@ -147,13 +148,13 @@ async def test_a_cancelled_call_leaves_the_connection_usable(own_etcd: EtcdServe
         prefix = _prefix()
         await c.create(prefix + b"a", b"1")
         channel = c._client
-        os.kill(own_etcd.process.pid, signal.SIGSTOP)
+        freeze(own_etcd.process.pid)
         task = asyncio.ensure_future(c.get(prefix + b"a"))
         await asyncio.sleep(0.3)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        os.kill(own_etcd.process.pid, signal.SIGCONT)
+        thaw(own_etcd.process.pid)
         kv, _ = await c.get(prefix + b"a")
         assert kv is not None and c._client is channel  # the same connection, the stream was reset
     finally:
@@ -268,3 +269,45 @@ async def test_a_counted_page_says_how_many_keys_the_range_holds(client: EtcdCli
     kvs, _rev, more, count = await client.range_counted(kvs[-1].key + b"\0", prefix_end(prefix), revision=rev,
                                                         limit=3)
     assert (len(kvs), more, count) == (3, True, 4)  # remainingItemCount of this page: 4 - 3 = 1
+
+
+async def test_a_draining_connection_keeps_its_streams_while_new_calls_go_elsewhere(own_etcd: EtcdServer) -> None:
+    """Stream ids used up (after ~1 billion calls; GOAWAY does the same): the connection drains. The
+    call on its last id and the watch on it run to their end, the next call opens a new connection,
+    and a create in flight is answered once (never sent again: no AlreadyExists for a create that
+    succeeded), and the drained connection closes once its last stream has ended."""
+    c = EtcdClient([own_etcd.endpoint], timeout=10.0)
+    try:
+        prefix = _prefix()
+        rev = await c.put(prefix + b"seed", b"v")
+        old = (await c._connect()).conn
+        seen: list[bytes] = []
+
+        async def follow() -> None:
+            async for batch in c.watch(prefix, rev + 1):
+                seen.extend(ev.key for ev in batch.events)
+                if len(seen) >= 2:
+                    return
+
+        watcher = asyncio.ensure_future(follow())
+        await asyncio.sleep(0.3)
+        old._next_id = 2**31 - 1  # the last stream id: the next call takes it
+        freeze(own_etcd.process.pid)
+        create = asyncio.ensure_future(c.create(prefix + b"a", b"1"))  # the last id of ``old``
+        await asyncio.sleep(0.2)
+        assert not old.usable and not old.lost
+        later = asyncio.ensure_future(c.put(prefix + b"b", b"2"))  # opens a new connection
+        await asyncio.sleep(0.3)
+        thaw(own_etcd.process.pid)
+        assert await asyncio.wait_for(create, 15) > rev  # created once, not KeyExistsError
+        await asyncio.wait_for(later, 15)
+        await asyncio.wait_for(watcher, 15)
+        assert sorted(seen) == [prefix + b"a", prefix + b"b"]
+        assert c._client is not None and c._client.conn is not old
+        for _ in range(50):  # the watch's stream ended: the drained connection closes itself
+            if old.lost:
+                break
+            await asyncio.sleep(0.05)
+        assert old.lost
+    finally:
+        await c.close()

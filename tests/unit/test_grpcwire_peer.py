@@ -12,6 +12,7 @@ from operator import contains
 from typing import cast
 
 import pytest
+from genericapi.storage.etcd import EtcdClient
 from genericapi.storage.grpcwire import Connection, RpcError, StatusCode
 
 from tests.support.h2peer import (
@@ -386,3 +387,67 @@ async def test_the_last_stream_id_is_used_then_the_connection_drains(server: Pee
     await peer.answer(2**31 - 3, b"first")
     assert (await first, await last) == (b"first", b"last")
     conn.close()
+
+
+async def test_graceful_goaway_lets_taken_calls_finish_through_etcd_client() -> None:
+    """etcd (grpc-go GracefulStop) sends GOAWAY and finishes the streams it took: EtcdClient's
+    next call goes to a new connection and the taken call gets its answer from the draining one,
+    sent once (before 69a0315 the next call closed the draining connection and _call sent the
+    taken call again: a create twice, answered AlreadyExists)."""
+    async with PeerServer() as srv:
+        client = EtcdClient([f"http://127.0.0.1:{srv.port}"], timeout=5.0)
+        try:
+            first = asyncio.ensure_future(client.get(b"/a"))
+            peer1 = await srv.next_peer()
+            await peer1.until(lambda: 1 in peer1.client_ended)
+            peer1.send(GOAWAY, 0, 0, struct.pack(">II", 1, 0))  # NO_ERROR: stream 1 will be answered
+            await asyncio.sleep(0.1)
+            second = asyncio.ensure_future(client.get(b"/b"))
+            peer2 = await srv.next_peer()
+            await peer2.until(lambda: 1 in peer2.client_ended)
+            await peer2.answer(1, b"")  # an empty RangeResponse
+            await asyncio.sleep(0.3)
+            assert not peer1.eof, f"EtcdClient closed the draining connection (GOAWAY {peer1.goaway})"
+            await peer1.answer(1, b"")
+            await asyncio.wait_for(second, 5)
+            await asyncio.wait_for(first, 5)
+            requests = len(peer1.client_ended) + len(peer2.client_ended)
+            assert requests == 2, f"{requests} Range requests for 2 gets (peer1 reset: {peer1.rst})"
+        finally:
+            await client.close()
+
+
+async def test_a_call_timing_out_on_a_draining_connection_closes_that_one_only() -> None:
+    """A draining connection (GOAWAY) whose taken call then times out is done for: EtcdClient closes it
+    (the watch still on it fails, to resume elsewhere) and leaves the current connection alone.
+    (Before, _reset saw that the failed channel was no longer the current one and returned: a draining
+    connection to a member that froze kept its watches until keepalive gave up on it.)"""
+    async with PeerServer() as srv:
+        client = EtcdClient([f"http://127.0.0.1:{srv.port}"], timeout=0.5)
+        try:
+            async def follow() -> None:
+                async for _ in client.watch(b"/w/", 1):
+                    pass
+
+            watch = asyncio.ensure_future(follow())
+            peer1 = await srv.next_peer()
+            await peer1.until(lambda: 1 in peer1.headers)
+            first = asyncio.ensure_future(client.get(b"/a"))
+            await peer1.until(lambda: 3 in peer1.client_ended)
+            peer1.send(GOAWAY, 0, 0, struct.pack(">II", 3, 0))  # streams 1 and 3 taken; never answered
+            await asyncio.sleep(0.1)
+            second = asyncio.ensure_future(client.get(b"/b"))
+            peer2 = await srv.next_peer()
+            await peer2.until(lambda: 1 in peer2.client_ended)
+            await peer2.answer(1, b"")
+            await asyncio.wait_for(second, 5)
+            current = client._client
+            assert current is not None
+            await peer1.until(lambda: peer1.eof, within=5)  # closed once the get on it timed out
+            with pytest.raises(Exception, match="etcd watch"):
+                await asyncio.wait_for(watch, 5)
+            assert not peer2.eof and client._client is current
+            first.cancel()
+            await asyncio.gather(first, return_exceptions=True)
+        finally:
+            await client.close()

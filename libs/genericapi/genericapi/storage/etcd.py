@@ -133,6 +133,11 @@ _DELETE = rpc.Event.DELETE
 #: Calls failing so are retried on the next endpoint: the member or the connection is gone.
 _RETRIED = (StatusCode.UNAVAILABLE, StatusCode.DEADLINE_EXCEEDED, StatusCode.CANCELLED)
 
+#: The methods that change etcd: sent again only when etcd never got them (clientv3's
+#: ``isSafeRetryMutableRPC``: a write is at most once; one that was sent and then failed may have been
+#: applied, and a create sent twice would answer AlreadyExists for the object it created).
+_MUTATIONS = frozenset({"Put", "DeleteRange", "Txn", "Compact"})
+
 
 class _Channel:
     """One connection to one etcd member."""
@@ -177,6 +182,8 @@ class EtcdClient:
         self._tls = tls or EtcdTLS()
         self._index = 0
         self._client: _Channel | None = None
+        #: Connections replaced while draining, whose open streams still run (closed by close()).
+        self._draining: set[_Channel] = set()
         self._lock = asyncio.Lock()
         #: Encryption at rest: key prefix -> the providers of the resource stored under it.
         self._transformers: list[tuple[bytes, PrefixTransformers]] = []
@@ -221,8 +228,15 @@ class EtcdClient:
         if client is not None and client.conn.usable:
             return client
         async with self._lock:
-            if self._client is not None and not self._client.conn.usable:
-                await self._reset(self._client)  # lost or told to go away: the next endpoint
+            current = self._client
+            if current is not None and current.conn.lost:
+                await self._reset(current)  # the member or the connection is gone: the next endpoint
+            elif current is not None and not current.conn.usable:
+                # Draining (GOAWAY, or its stream ids used up): the calls and watches still open on it
+                # run to their end and it then closes by itself; new calls get a new connection.
+                self._client = None
+                self._draining.add(current)
+                self._draining = {c for c in self._draining if not c.conn.lost}
             if self._client is not None:
                 return self._client
             endpoint = self._endpoints[self._index % len(self._endpoints)]
@@ -239,21 +253,34 @@ class EtcdClient:
             self._index += 1
             return
         if self._client is not failed:
+            if failed in self._draining:  # a call on a draining connection failed: it is done for
+                self._draining.discard(failed)
+                await self._close_quietly(failed)
             return
         client, self._client = self._client, None
         self._index += 1
         if client is not None:
-            try:
-                await client.close()
-            except Exception:  # closing a broken connection may itself fail
-                log.debug("error closing etcd connection", exc_info=True)
+            await self._close_quietly(client)
+
+    @staticmethod
+    async def _close_quietly(channel: _Channel) -> None:
+        try:
+            await channel.close()
+        except Exception:  # closing a broken connection may itself fail
+            log.debug("error closing etcd connection", exc_info=True)
 
     async def _call(self, method: str, request: Any, data: bytes | None = None) -> Any:
         """``request`` (or its bytes, ``data``, already encoded) to etcd, retried on the next endpoint
-        while the member or the connection is what failed; etcd's answer decoded."""
+        while the member or the connection is what failed; etcd's answer decoded.
+
+        A read is sent again after any such failure. A write (``_MUTATIONS``) only when etcd never got
+        it (connecting failed, or the connection says the request was not processed); one that was
+        sent and then timed out or lost its connection may have been applied, so it fails as
+        ``UnavailableError`` instead of being applied twice."""
         path, response = _METHODS[method]
         if data is None:
             data = request.SerializeToString()
+        mutation = method in _MUTATIONS
         last: BaseException | None = None
         for _ in range(max(2, len(self._endpoints) + 1)):
             client: _Channel | None = None
@@ -268,7 +295,13 @@ class EtcdClient:
                     raise TooOldRevisionError(getattr(request, "revision", 0), 0) from err
                 last = err
                 if err.code in _RETRIED:
-                    await self._reset(client)
+                    # Refused before it was sent by a connection that is still there (draining, or no
+                    # stream slot in time): that connection is not what failed.
+                    if not (err.unprocessed and client is not None and not client.conn.lost):
+                        await self._reset(client)
+                    if mutation and not err.unprocessed:
+                        raise StorageUnavailable(f"etcd {method}: {details} (the request was sent, "
+                                                 "whether etcd applied it is unknown)") from err
                     continue
                 raise StorageUnavailable(f"etcd {method}: {details}") from err
             except (TimeoutError, OSError) as err:  # connecting failed (refused, TLS, timed out)
@@ -277,6 +310,9 @@ class EtcdClient:
         raise StorageUnavailable(f"etcd unavailable: {last}")
 
     async def close(self) -> None:
+        draining, self._draining = self._draining, set()
+        for channel in draining:
+            await channel.close()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -431,7 +467,8 @@ class EtcdClient:
             # The server ended the call with OK: for a watch that is the member going away.
             raise StorageUnavailable("etcd watch: the stream ended")
         except RpcError as err:
-            await self._reset(client)
+            if client.conn.lost:  # the connection broke; a failure of this stream alone leaves it be
+                await self._reset(client)
             raise StorageUnavailable(f"etcd watch: {err.details}") from err
         finally:
             self.open_watches[prefix] -= 1

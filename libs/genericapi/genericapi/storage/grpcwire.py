@@ -44,12 +44,18 @@ class StatusCode:
 
 
 class RpcError(Exception):
-    """A call ended with a non-OK gRPC status (the server's, or the connection's end)."""
+    """A call ended with a non-OK gRPC status (the server's, or the connection's end).
 
-    def __init__(self, code: int, details: str) -> None:
+    ``unprocessed``: the server never saw the request, or said it did not process it (its bytes were
+    never handed to the connection, a REFUSED_STREAM reset, a stream above a GOAWAY's last id, as
+    RFC 9113 section 8.7 defines): sending it again cannot apply it twice. Otherwise a request may
+    have been applied however the call ended."""
+
+    def __init__(self, code: int, details: str, unprocessed: bool = False) -> None:
         super().__init__(f"gRPC status {code}: {details}")
         self.code = code
         self.details = details
+        self.unprocessed = unprocessed
 
 
 # Frame types and flags (RFC 9113 section 6).
@@ -101,9 +107,19 @@ def _grpc_timeout(millis: int) -> bytes:
     return b"%dm" % millis if millis < 10**8 else b"%dS" % min(millis // 1000, 10**8 - 1)
 
 
+def _slot_expired(slot: asyncio.Future[None]) -> None:
+    if not slot.done():
+        slot.set_exception(RpcError(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", unprocessed=True))
+
+
+#: A streaming call's messages not yet taken by its caller, past which no window is given back (the
+#: server then stops at the stream's window instead of filling this process's memory).
+_QUEUED_MAX = 1 << 20
+
+
 class _Stream:
-    __slots__ = ("buf", "details", "done", "future", "header_block", "id", "messages", "pending", "send_window",
-                 "sent", "status", "timer", "unacked", "waiter")
+    __slots__ = ("buf", "details", "done", "future", "header_block", "id", "messages", "pending", "queued",
+                 "send_window", "sent", "status", "timer", "unacked", "unprocessed", "waiter")
 
     def __init__(self, stream_id: int, send_window: int) -> None:
         self.id = stream_id
@@ -120,9 +136,11 @@ class _Stream:
         self.done = False
         self.send_window = send_window
         self.unacked = 0  # received bytes not yet given back with a WINDOW_UPDATE
+        self.queued = 0  # bytes of ``messages`` not yet taken by the caller
         self.header_block = b""  # a HEADERS block continued by CONTINUATION frames
         self.status: int | None = None
         self.details = ""
+        self.unprocessed = False  # ended by a status that says the server never processed the request
         self.timer: asyncio.TimerHandle | None = None
 
 
@@ -160,6 +178,9 @@ class Connection(asyncio.Protocol):
         self._ping_deadline: asyncio.TimerHandle | None = None
         self._lost: RpcError | None = None
         self._draining = False  # GOAWAY received (or stream ids used up): no new streams
+        #: The highest stream id whose request was handed to the transport: a stream above it that
+        #: fails with the connection never reached the server.
+        self._written_id = 0
 
     # -- opening and closing --------------------------------------------------------------------
     @classmethod
@@ -207,8 +228,9 @@ class Connection(asyncio.Protocol):
             if timer is not None:
                 timer.cancel()
         streams, self._streams = self._streams, {}
+        written = self._written_id
         for stream in streams.values():
-            self._finish(stream, err.code, err.details)
+            self._finish(stream, err.code, err.details, stream.id > written)
         while self._stream_slots:
             slot = self._stream_slots.popleft()
             if not slot.done():
@@ -253,18 +275,34 @@ class Connection(asyncio.Protocol):
         return block
 
     async def _start(self, path: bytes, request: bytes, deadline: float | None, end: bool) -> _Stream:
+        expires = None if deadline is None else self._loop.time() + deadline
         while len(self._streams) >= self._max_streams and self._lost is None and not self._draining:
             slot = self._loop.create_future()
             self._stream_slots.append(slot)
-            await slot
+            timer = None if expires is None else self._loop.call_at(expires, _slot_expired, slot)
+            try:
+                await slot  # RpcError DEADLINE_EXCEEDED when the call's deadline passes first
+            except asyncio.CancelledError:
+                if slot.done() and not slot.cancelled() and slot.exception() is None:
+                    self._release_slot()  # the slot handed to us goes to the next waiter
+                raise
+            finally:
+                if timer is not None:
+                    timer.cancel()
+        if expires is not None:
+            deadline = expires - self._loop.time()
+            if deadline <= 0:
+                raise RpcError(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", unprocessed=True)
         if self._lost is not None:
-            raise RpcError(self._lost.code, self._lost.details)
+            raise RpcError(self._lost.code, self._lost.details, unprocessed=True)
         if self._draining:
-            raise RpcError(StatusCode.UNAVAILABLE, "connection is going away")
+            raise RpcError(StatusCode.UNAVAILABLE, "connection is going away", unprocessed=True)
         stream = _Stream(self._next_id, self._peer_initial_window)
         self._next_id += 2
         if self._next_id > 2**31 - 1:
-            self._draining = True  # stream ids used up: the next call opens a new connection
+            # Stream ids used up: this stream is the last; the next call opens a new connection,
+            # and this one closes when its streams (this one, a watch) have ended.
+            self._draining = True
         self._streams[stream.id] = stream
         block = self._header_block(path, deadline)
         if len(block) > self._max_frame:
@@ -279,11 +317,12 @@ class Connection(asyncio.Protocol):
     async def unary(self, path: bytes, request: bytes, deadline: float) -> bytes:
         """One request message, one response message (or ``RpcError``); ``deadline`` is in seconds
         from now, sent as ``grpc-timeout`` and kept here (DEADLINE_EXCEEDED when it passes)."""
+        expires = self._loop.time() + deadline
         stream = await self._start(path, request, deadline, True)
         future = stream.future = self._loop.create_future()
         if stream.status is not None:  # failed while being sent
             self._settle(stream)
-        stream.timer = self._loop.call_later(deadline, self._expire, stream)
+        stream.timer = self._loop.call_at(expires, self._expire, stream)
         try:
             return await future
         finally:
@@ -299,10 +338,15 @@ class Connection(asyncio.Protocol):
         try:
             while True:
                 while stream.messages:
-                    yield stream.messages.popleft()
+                    message = stream.messages.popleft()
+                    stream.queued -= len(message)
+                    if stream.unacked >= _WINDOW // 2 and stream.queued < _QUEUED_MAX and stream.status is None:
+                        self._write(_frame(_WINDOW_UPDATE, 0, stream.id, _U32.pack(stream.unacked)))
+                        stream.unacked = 0
+                    yield message
                 if stream.status is not None:
                     if stream.status != StatusCode.OK:
-                        raise RpcError(stream.status, stream.details)
+                        raise RpcError(stream.status, stream.details, stream.unprocessed)
                     return
                 stream.waiter = self._loop.create_future()
                 await stream.waiter
@@ -315,25 +359,43 @@ class Connection(asyncio.Protocol):
         self._cancel(stream)
         self._finish(stream, StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
 
-    def _cancel(self, stream: _Stream) -> None:
-        """Reset a stream we no longer want (RST_STREAM CANCEL)."""
+    def _cancel(self, stream: _Stream, code: int = _CANCEL) -> None:
+        """Reset a stream we no longer want (RST_STREAM CANCEL), or close our side of one the
+        server ended (NO_ERROR)."""
         if self._streams.pop(stream.id, None) is None:
             return
-        self._release_slot()
         if self._lost is None:
-            self._write(_frame(_RST_STREAM, 0, stream.id, _U32.pack(_CANCEL)))
+            self._write(_frame(_RST_STREAM, 0, stream.id, _U32.pack(code)))
+        self._release_slot()
 
-    def _release_slot(self) -> None:
+    def _wake_slots(self) -> None:
+        """Every call waiting for a stream slot looks again (the limit changed, or no new streams)."""
         while self._stream_slots:
             slot = self._stream_slots.popleft()
             if not slot.done():
                 slot.set_result(None)
-                return
 
-    def _finish(self, stream: _Stream, status: int, details: str) -> None:
+    def _release_slot(self) -> None:
+        """A stream ended: wake a call waiting for a stream slot; a draining connection whose last
+        stream this was closes now."""
+        while self._stream_slots:
+            slot = self._stream_slots.popleft()
+            if not slot.done():
+                slot.set_result(None)
+                break
+        if self._draining and not self._streams and self._lost is None and self._transport is not None:
+            self._flush()
+            self._transport.close()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the connection is gone (unlike a draining one, whose streams still run)."""
+        return self._lost is not None
+
+    def _finish(self, stream: _Stream, status: int, details: str, unprocessed: bool = False) -> None:
         if stream.status is not None:
             return
-        stream.status, stream.details = status, details
+        stream.status, stream.details, stream.unprocessed = status, details, unprocessed
         if self._streams.pop(stream.id, None) is not None:
             self._release_slot()
         self._settle(stream)
@@ -347,7 +409,7 @@ class Connection(asyncio.Protocol):
         if future is None or future.done() or stream.status is None:
             return
         if stream.status != StatusCode.OK:
-            future.set_exception(RpcError(stream.status, stream.details))
+            future.set_exception(RpcError(stream.status, stream.details, stream.unprocessed))
         elif stream.messages:
             future.set_result(stream.messages.popleft())
         else:
@@ -369,6 +431,7 @@ class Connection(asyncio.Protocol):
         self._out.clear()
         if self._transport is not None and not self._transport.is_closing():
             self._transport.write(data)
+            self._written_id = self._next_id - 2  # every stream opened so far queued its HEADERS
 
     def _send_pending(self, stream: _Stream) -> None:
         """Send what the flow-control windows allow of the stream's request, END_STREAM after the
@@ -449,7 +512,7 @@ class Connection(asyncio.Protocol):
         if stream is None:
             return
         stream.unacked += flow
-        if stream.unacked >= _WINDOW // 2 and not flags & _END_STREAM:
+        if stream.unacked >= _WINDOW // 2 and not flags & _END_STREAM and stream.queued < _QUEUED_MAX:
             self._write(_frame(_WINDOW_UPDATE, 0, stream_id, _U32.pack(stream.unacked)))
             stream.unacked = 0
         if payload:
@@ -475,6 +538,7 @@ class Connection(asyncio.Protocol):
                 if size - pos - 5 < length:
                     break
                 stream.messages.append(bytes(buf[pos + 5:pos + 5 + length]))
+                stream.queued += length
                 pos += 5 + length
             if pos == size:
                 stream.buf = bytearray()
@@ -562,6 +626,8 @@ class Connection(asyncio.Protocol):
         if status is not None:  # trailers (or a trailers-only answer)
             if not end_stream:
                 self._cancel(stream)
+            elif not stream.done or stream.pending:  # our side is still open: close it too
+                self._cancel(stream, 0)
             self._finish(stream, status, unquote(message.decode("utf-8", "replace")))
         elif end_stream:
             self._finish(stream, StatusCode.INTERNAL, "server closed the stream without a grpc-status")
@@ -578,6 +644,7 @@ class Connection(asyncio.Protocol):
                 self._max_frame = value
             elif key == _S_MAX_CONCURRENT_STREAMS:
                 self._max_streams = max(value, 1)
+                self._wake_slots()
             elif key == _S_HEADER_TABLE_SIZE:
                 pass  # the size of the server's table for what we send: we never index
         self._write(_frame(_SETTINGS, _ACK, 0))
@@ -609,15 +676,17 @@ class Connection(asyncio.Protocol):
             StatusCode.CANCELLED if code == _CANCEL else StatusCode.INTERNAL
         self._streams.pop(stream_id, None)
         self._release_slot()
-        self._finish(stream, status, f"stream reset by the server (HTTP/2 error code {code})")
+        self._finish(stream, status, f"stream reset by the server (HTTP/2 error code {code})",
+                     code == _REFUSED_STREAM)  # refused: not processed (RFC 9113 section 8.7)
 
     def _on_goaway(self, payload: bytes) -> None:
         """The server is going away: no new streams here; the streams it never took fail as
         UNAVAILABLE (safe to retry elsewhere), the others run to their end."""
         self._draining = True
+        self._wake_slots()
         last = _U32.unpack(payload[:4])[0] & 0x7FFFFFFF
         code = _U32.unpack(payload[4:8])[0]
         for stream in [s for s in self._streams.values() if s.id > last]:
-            self._finish(stream, StatusCode.UNAVAILABLE, f"server sent GOAWAY (HTTP/2 error code {code})")
+            self._finish(stream, StatusCode.UNAVAILABLE, f"server sent GOAWAY (HTTP/2 error code {code})", True)
         if not self._streams and self._transport is not None:
             self._transport.close()
