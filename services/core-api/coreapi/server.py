@@ -168,6 +168,9 @@ def build_server(config: ServerConfig, secure_port: int = 6443,
     # system namespaces' and the kubernetes Service's, RBAC's defaults (the namespaced Roles once
     # kube-system and kube-public exist) and APF's configuration wait for etcd together.
     namespaces_ready = asyncio.Event()
+    # The gateway's APIService controllers start on core-api's ACCEPTING: their first write is their
+    # Lease in kube-system, refused (namespace not found) until the bootstrap made it (issue 15).
+    server.accept_gate = namespaces_ready
 
     async def run_bootstrap(s: GenericAPIServer) -> None:
         await bootstrap({(st.info.group, st.info.plural): st for st in s.stores if st.info.version == "v1"

@@ -245,6 +245,10 @@ class GenericAPIServer:
         #: Why a post-start hook run in the background failed ("" while none did): ``run`` exits.
         self.post_start_failure = ""
         self._stop_run: asyncio.Event | None = None
+        #: Under ``run``, the control channel's ACCEPTING waits for this event too (core-api: its
+        #: system namespaces exist, so the gateway's first lease write in kube-system is admitted).
+        self.accept_gate: asyncio.Event | None = None
+        self._accept_task: asyncio.Task[None] | None = None
         self.delegate: ReverseProxy | None = None
         if config.delegate_urls:
             ctx = client_ssl_context(config.client_ca_file, config.proxy_client_cert_file,
@@ -392,8 +396,17 @@ class GenericAPIServer:
         and SERVING once the post-start hooks are done too."""
         self._socket_bound = True
         if self.control is not None:
-            await self.control.accepting()
+            gate = self.accept_gate
+            if gate is None or gate.is_set():
+                await self.control.accepting()
+            else:
+                self._accept_task = asyncio.get_running_loop().create_task(self._accepting_after(gate))
         await self._report_serving()
+
+    async def _accepting_after(self, gate: asyncio.Event) -> None:
+        await gate.wait()
+        if self.control is not None:
+            await self.control.accepting()
 
     async def _wait_for_etcd(self) -> None:
         delay = 0.05
@@ -408,11 +421,12 @@ class GenericAPIServer:
         raise RuntimeError("etcd did not become available")
 
     async def stop(self) -> None:
-        task, self._post_start_task = self._post_start_task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._post_start_task, self._accept_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._post_start_task = self._accept_task = None
         for hook in self.pre_shutdown:
             try:
                 await hook(self)

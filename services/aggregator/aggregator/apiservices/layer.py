@@ -59,6 +59,8 @@ AGGREGATOR_USER = UserInfo("system:kube-aggregator", ("system:masters", "system:
 _OWN_PREFIX = f"/apis/{GROUP}"
 _OWN_OPENAPI = f"/openapi/v3/apis/{GROUP}/{VERSION}"
 _LEASES = APIResource("coordination.k8s.io", "v1", "leases", "Lease", True, frozenset(STANDARD_VERBS))
+#: kube's ``autoRegistrationController.Run(5, ...)``.
+AUTOREGISTER_WORKERS = 5
 #: With a control channel, the longest the controllers wait for the first chain member to accept
 #: requests before they compete for the lease anyway (a member whose control stream cannot be had).
 CHAIN_WAIT = 5.0
@@ -116,7 +118,9 @@ class APIServiceLayer:
             self._transport = Transport(chain_urls, chain_ssl, user=AGGREGATOR_USER)
             self.manager = ControllerManager(HTTPClient(self._transport, _LEASES), LEASE_NAME)
             crds = Informer(HTTPClient(self._transport, _CRDS))
-            self.manager.add(AutoRegisterController(self.client, self.informer, crds, builtins))
+            # kube-apiserver runs its autoregister controller with 5 workers: the ~20 built-in
+            # APIServices of a fresh etcd are created 5 at a time (readiness waits for them).
+            self.manager.add(AutoRegisterController(self.client, self.informer, crds, builtins), AUTOREGISTER_WORKERS)
             self.availability = AvailabilityController(self.client, self.informer, self.resolver, self._prober,
                                                        view_synced=lambda: self.view.ready,
                                                        interval=config.recheck_interval)
