@@ -104,6 +104,10 @@ def _public_key(pem: bytes) -> satoken.PublicKey:
     return key
 
 
+#: Client certificates whose user is kept (tls.parsed_peer keeps as many parsed certificates).
+CERTIFICATE_USERS = 1024
+
+
 class Authenticator:
     def __init__(self, tokens: dict[str, UserInfo], service_accounts: ServiceAccountTokens | None = None,
                  *, anonymous: bool = False) -> None:
@@ -115,17 +119,41 @@ class Authenticator:
         self.bootstrap: BootstrapTokens | None = None
         #: ``--anonymous-auth``: a request without credentials is system:anonymous (else a 401).
         self.anonymous = anonymous
+        #: id of a parsed client certificate -> (it, its user): see ``_certificate_user``.
+        self._by_certificate: dict[int, tuple[dict[str, Any], UserInfo | None]] = {}
 
     def authenticate(self, scope: MutableMapping[str, Any]) -> UserInfo | None:
         """The user, ``system:anonymous`` for no credentials (when enabled), or None: a 401."""
-        identity = peer_identity(scope)
-        if identity is not None and identity[0]:
-            cn, orgs = identity
-            return UserInfo(cn, (*orgs, "system:authenticated"))
+        user = self._certificate_user(scope)
+        if user is not None:
+            return user
         token = bearer_token(scope.get("headers", ()))
         if token:
             return self.authenticate_token(token)
         return ANONYMOUS_USER if self.anonymous else None
+
+    def _certificate_user(self, scope: MutableMapping[str, Any]) -> UserInfo | None:
+        """The user of the connection's verified client certificate (None: none, or no common name).
+        Every request of a connection (and every connection of one client: tls.parsed_peer shares one
+        parsed certificate among them) presents the same certificate, so its user is made once and kept
+        with it, as kube's x509 authenticator caches its verdict per certificate (issue 15: CPU per
+        request). The entry holds the parsed certificate itself, so its ``id`` is not reused while kept."""
+        extensions = scope.get("extensions")
+        if not extensions:
+            return None
+        peer = (extensions.get("tls") or {}).get("peercert")
+        if not peer:
+            return None
+        cached = self._by_certificate.get(id(peer))
+        if cached is not None and cached[0] is peer:
+            return cached[1]
+        identity = peer_identity(scope)
+        user = UserInfo(identity[0], (*identity[1], "system:authenticated")) \
+            if identity is not None and identity[0] else None
+        if len(self._by_certificate) >= CERTIFICATE_USERS:
+            self._by_certificate.clear()
+        self._by_certificate[id(peer)] = (peer, user)
+        return user
 
     def authenticate_token(self, token: str) -> UserInfo | None:
         """A bearer token's user, asking each token authenticator in kube's order."""

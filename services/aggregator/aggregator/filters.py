@@ -73,14 +73,30 @@ async def send_status(send: Send, err: apierrors.APIError) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+#: Requests' RequestInfo by (method, path, query): clients repeat the same requests (a controller's
+#: GETs and watches, kubectl's discovery), and RequestInfo is frozen. Cleared when full.
+_INFOS: dict[tuple[str, str, bytes], RequestInfo | None] = {}
+INFO_CACHE_SIZE = 4096
+#: Longest path and query kept (so the cache holds at most a few MB whatever the URLs).
+INFO_KEY_BYTES = 512
+
+
 def parse_info(scope: Scope) -> RequestInfo | None:
     """kube's WithRequestInfo: the path and query read once, at the first hop (None: a path kube
-    cannot interpret), kept in the scope for everything after."""
+    cannot interpret), kept in the scope for everything after. A request seen before (same method,
+    path and query) gets the RequestInfo it got then (issue 15: CPU per request)."""
+    key = (scope["method"], scope["path"], scope.get("query_string", b""))
     try:
-        info: RequestInfo | None = parse_request_info(scope["method"], scope["path"],
-                                                     scope.get("query_string", b"").decode("latin-1"))
-    except RequestInfoError:
-        info = None
+        info = _INFOS[key]
+    except KeyError:
+        try:
+            info = parse_request_info(key[0], key[1], key[2].decode("latin-1"))
+        except RequestInfoError:
+            info = None
+        if len(key[1]) + len(key[2]) <= INFO_KEY_BYTES:  # a long URL is parsed each time, never kept
+            if len(_INFOS) >= INFO_CACHE_SIZE:
+                _INFOS.clear()
+            _INFOS[key] = info
     scope[REQUEST_INFO] = info
     return info
 
