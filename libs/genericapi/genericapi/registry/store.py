@@ -529,7 +529,7 @@ class Store:
                               view: SubresourceView | None, view_from_parent: bool,
                               ) -> tuple[dict[str, Any], adm.Attributes | None, FinishHook | None]:
         """kube's tryUpdate up to validation: the new object from ``produce`` on a private copy of
-        ``origin``, the version check, mutating admission, the strategy's preparation, field
+        ``origin``, mutating admission, the version check, the strategy's preparation, field
         tracking and the resource's begin-update hook: (new, admission record, finish hook)."""
         old = origin.obj
         current_rv = old["metadata"]["resourceVersion"]
@@ -543,11 +543,11 @@ class Store:
                 base, new = new, view.to_view(new)
         if not isinstance(new.get("metadata"), dict):
             new["metadata"] = {}
-        self._check_update_version(name, new["metadata"], current_rv, carried=view is not None)
         attrs = None
         if self.admission:
             # kube's mutating admission runs in the update's object transformers: on the
-            # patched or replaced object, against the stored one, before PrepareForUpdate.
+            # patched or replaced object (a PUT's as sent: no resourceVersion if it named none),
+            # against the stored one, before the version check and PrepareForUpdate.
             if view is not None:
                 attrs = self.view_attributes(view, namespace, name, new, old_view, dry_run)
             else:
@@ -555,6 +555,9 @@ class Store:
                                                   subresource=subresource, dry_run=dry_run)
             await self.admission.admit(attrs)
             new = attrs.obj if attrs.obj is not None else new
+            if not isinstance(new.get("metadata"), dict):
+                new["metadata"] = {}  # a webhook patched it away: a version of 0, as kube reads it
+        self._check_update_version(name, new["metadata"], current_rv, carried=view is not None)
         if view is not None:
             new = view.to_parent(self._origin_copy(origin) if base is old else copy.deepcopy(base), new)
         produced = new
