@@ -20,8 +20,6 @@ from typing import Protocol
 
 import httptools
 
-from .headcheck import clean
-
 _EOF = b""
 
 #: Bytes of a body held in memory per connection before reading pauses: small enough that N
@@ -89,8 +87,8 @@ class UnixResponse:
 class _Connection(asyncio.Protocol):
     # Slots and a plain list for the body pieces: one of these lives as long as each open watch
     # (issue 15, memory per watcher; a deque starts with a 64-slot block).
-    __slots__ = ("buffered", "chunks", "closed", "complete", "fed", "head", "head_only", "headers", "keep_alive",
-                 "parser", "pool", "quick", "read_paused", "status", "transport", "waiter", "writable", "writer")
+    __slots__ = ("buffered", "chunks", "closed", "complete", "head", "head_only", "headers", "keep_alive", "parser",
+                 "pool", "read_paused", "transport", "waiter", "writable", "writer")
 
     def __init__(self, pool: UnixHTTPPool) -> None:
         self.pool = pool
@@ -110,12 +108,6 @@ class _Connection(asyncio.Protocol):
         self.complete = False
         self.closed = False
         self.keep_alive = True
-        #: The answer's first bytes are still to come and may be read whole without the parser (``_whole``).
-        self.quick = False
-        #: Whether the parser has been fed since it was made (a fresh one is needed for the next answer).
-        self.fed = False
-        #: The status read by ``_whole`` (0: the parser's).
-        self.status = 0
         #: The request is a HEAD: its answer ends with its head, whatever length it announces.
         self.head_only = False
 
@@ -126,11 +118,6 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.head_only and self.complete:
             return  # nothing may follow a HEAD's answer until the next request
-        if self.quick:
-            self.quick = False
-            if self._whole(data):
-                return
-        self.fed = True
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as err:
@@ -152,59 +139,6 @@ class _Connection(asyncio.Protocol):
             if not self.writable.done():
                 self.writable.set_result(None)
             self.writable = None
-
-    def _whole(self, data: bytes) -> bool:
-        """An ordinary sized answer that arrived in one read (a GET's, a create's), taken without the
-        parser's callback per header (issue 15: the gateway's CPU per request): HTTP/1.1, a final
-        status with a body, one Content-Length, no Transfer-Encoding, exactly its body and nothing
-        after it. Anything else (False) is left to httptools, which then sees the same bytes."""
-        if not data.startswith(b"HTTP/1.1 "):
-            return False
-        end = data.find(b"\r\n\r\n")
-        first = data.find(b"\r\n")
-        if end < 0 or first == end:
-            return False
-        code = data[9:12]
-        if not code.isdigit() or data[12:13] not in (b" ", b"\r"):
-            return False
-        status = int(code)
-        if status < 200 or status in (204, 304):
-            return False
-        block = data[first + 2:end]
-        if not clean(block):  # a control character, a CR or LF alone: httptools decides about it
-            return False
-        headers: list[tuple[bytes, bytes]] = []
-        length = -1
-        keep_alive = True
-        for line in block.split(b"\r\n"):
-            name, colon, value = line.partition(b":")
-            if not colon or not name or name[-1:] in (b" ", b"\t") or name[:1] in (b" ", b"\t"):
-                return False
-            name = name.lower()
-            value = value.lstrip(b" \t")  # as httptools gives it (trailing space kept)
-            if name == b"content-length":
-                if length >= 0 or not value.isdigit():
-                    return False
-                length = int(value)
-            elif name == b"transfer-encoding":
-                return False
-            elif name == b"connection" and b"close" in value.lower():
-                keep_alive = False
-            headers.append((name, value))
-        start = end + 4
-        if length < 0 or len(data) - start != length:
-            return False
-        self.headers = headers
-        self.status = status
-        self.keep_alive = keep_alive
-        if length:
-            self.chunks.append(data[start:])
-            self.buffered += length
-        self.complete = True
-        head = self.head
-        if head is not None and not head.done():
-            head.set_result(None)
-        return True
 
     # -- httptools callbacks --------------------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -309,19 +243,13 @@ class _Connection(asyncio.Protocol):
             raise
 
     async def send(self, request: bytes, body: BodyStream | None = None,
-                   chunked: bool = False, quick: bool = False) -> UnixResponse:
-        """Send ``request`` and wait for the answer's head. ``quick``: the answer may be read whole
-        without the parser (not for HEAD, whose answer has a Content-Length and no body)."""
+                   chunked: bool = False) -> UnixResponse:
+        """Send ``request`` and wait for the answer's head."""
         assert self.transport is not None
         self.headers = []
         self.chunks.clear()
         self.buffered = 0
         self.complete = False
-        self.status = 0
-        if self.fed:  # the last answer went through the parser: the next one starts with a fresh one
-            self.parser = httptools.HttpResponseParser(self)
-            self.fed = False
-        self.quick = quick and body is None
         self.head_only = request.startswith(b"HEAD ")
         self.head = asyncio.get_running_loop().create_future()
         self.transport.write(request)
@@ -340,8 +268,6 @@ class _Connection(asyncio.Protocol):
                 # this connection, its request unfinished, is not used again.
                 self.keep_alive = False
                 self.writer.cancel()
-        if self.status:
-            return UnixResponse(self.status, self.headers, True, self)
         sized = any(k == b"content-length" for k, _ in self.headers)
         return UnixResponse(self.parser.get_status_code(), self.headers, sized, self)
 
@@ -372,8 +298,8 @@ class UnixHTTPPool:
             if len(self._idle) >= self.max_idle:
                 conn.abort()
                 return
+        conn.parser = httptools.HttpResponseParser(conn)
         conn.writer = None
-        conn.quick = False
         self._idle.append(conn)
 
     async def _connect(self) -> _Connection:
@@ -410,19 +336,18 @@ class UnixHTTPPool:
             body = b"%x\r\n%s\r\n" % (len(body), body)
         request = b"%s %s HTTP/1.1\r\nhost: localhost\r\n%s%s\r\n%s" % (
             method.encode("latin-1"), target, lines, framing, body)
-        quick = method != "HEAD"
         while self._idle:
             conn = self._idle.pop()
             if conn.closed:
                 continue
             try:
-                return await conn.send(request, stream, chunked, quick)
+                return await conn.send(request, stream, chunked)
             except UpstreamClosed:
                 conn.abort()  # a keep-alive connection the backend had closed: use another
                 if stream is not None and stream.started:
                     raise  # part of the body is gone: it cannot be sent again
         conn = await self._connect()
-        return await conn.send(request, stream, chunked, quick)
+        return await conn.send(request, stream, chunked)
 
     def close(self) -> None:
         for conn in self._idle:
