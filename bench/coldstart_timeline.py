@@ -3,14 +3,21 @@
 
 From this process: certificate generation, each child spawned (forked or executed), etcd's first
 answer to ``/health`` (polled every 5 ms with the client certificate), each backend's socket
-appearing (uvicorn binds it once the service's start-up hooks have run), the gateway's
+appearing (uvicorn binds it once the stores are up; the post-start hooks run after), the gateway's
 ``/readyz?verbose`` failing checks as they change (polled every 200 ms, a new TLS connection each: a
 little load of its own), and ``Chain.start`` returning. From inside each process (the opt-in
 ``bench/cstrace_site/sitecustomize.py``, put on the children's ``PYTHONPATH`` only): interpreter
 ready, fork, server module imported, waiting for etcd, watch caches started, each post-start hook,
 the control server, uvicorn's startup, the gateway's start pieces and control-channel sessions
 (one per connection attempt), and the number of etcd calls by method. Also each process's CPU
-seconds at ready.
+seconds at ready. From the services' logs after the run (``LOG_EVENTS``): the gateway's lease
+``kube-aggregator`` acquired, its autoregister controller synced, the first and last APIService
+registered, and core-api's controller lease.
+
+What to read off it (issue 15): since 69d8684 core-api's socket accepts before its bootstrap hooks
+end (``HookGroup._run``), the gateway's lease and registrations land inside them, and
+``control-serving member=core-api serving=True`` is followed by ``Chain.start returned`` within a
+poll or two (before, 1-4 s of lease retries and registration came after it).
 
     .venv/bin/python bench/coldstart_timeline.py [--no-controllers] [--keep DIR]
 """
