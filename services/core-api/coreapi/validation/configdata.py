@@ -30,6 +30,8 @@ _SA_NAME_KEY = "kubernetes.io/service-account.name"
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
+    if type(value) is dict:  # what a decoded body holds: no ABC instance check
+        return value
     return value if isinstance(value, Mapping) else {}
 
 
@@ -44,6 +46,12 @@ def _key_errors(keys: Any, path: str) -> list[FieldError]:
     return [errors.invalid(f"{path}[{key}]", key, m) for key in keys for m in names.config_key_errors(str(key))]
 
 
+def _size(value: Any) -> int:
+    """Bytes of a data value as Go counts them (UTF-8)."""
+    text = value if type(value) is str else str(value)
+    return len(text) if text.isascii() else len(text.encode())
+
+
 # -- ConfigMap ----------------------------------------------------------------------------------
 
 def validate_config_map(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -51,12 +59,14 @@ def validate_config_map(obj: Mapping[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
     total = 0
     for key, value in data.items():
-        errs.extend(_key_errors([key], "data"))
+        if not names.is_config_key(key):
+            errs.extend(_key_errors([key], "data"))
         if key in binary:
             errs.append(errors.invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
-        total += len(str(value).encode())
+        total += _size(value)
     for key, value in binary.items():
-        errs.extend(_key_errors([key], "binaryData"))
+        if not names.is_config_key(key):
+            errs.extend(_key_errors([key], "binaryData"))
         total += len(_decoded(value))
     if total > MAX_SECRET_SIZE:
         errs.append(errors.too_long("", MAX_SECRET_SIZE))

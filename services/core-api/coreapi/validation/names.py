@@ -7,6 +7,7 @@ wording; these return Go's messages (a list, empty when valid) for callers to wr
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from genericapi.apimachinery.validation_meta import max_len_error, regex_error
 
@@ -64,6 +65,12 @@ def relaxed_env_var_name_errors(name: str) -> list[str]:
         errs.append("a valid environment variable name must consist only of printable ASCII characters "
                     "other than '='")
     return errs
+
+
+def is_config_key(key: Any) -> bool:
+    """Whether ``config_key_errors`` finds nothing (the usual key: one regular-expression match)."""
+    return (type(key) is str and len(key) <= 253 and _CONFIG_KEY_RE.fullmatch(key) is not None
+            and not key.startswith("..") and key != ".")
 
 
 def config_key_errors(key: str) -> list[str]:
