@@ -216,11 +216,11 @@ def validate_object_meta(meta: Mapping[str, Any], namespaced: bool, name_validat
     if isinstance(generation, int) and generation < 0:
         errs.append(errors.invalid(f"{path}.generation", generation,
                                    "must be greater than or equal to 0"))
-    labels = meta.get("labels")
-    if isinstance(labels, Mapping):
+    labels = meta.get("labels")  # absent on most objects: no ABC instance check for None
+    if labels is not None and isinstance(labels, Mapping):
         errs.extend(validate_labels(labels, f"{path}.labels"))
     annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping):
+    if annotations is not None and isinstance(annotations, Mapping):
         errs.extend(validate_annotations(annotations, f"{path}.annotations"))
     finalizers = meta.get("finalizers")
     if isinstance(finalizers, list):
