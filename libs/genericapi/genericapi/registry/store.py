@@ -460,7 +460,10 @@ class Store:
             out = copy.deepcopy(new)
             out_meta = out.setdefault("metadata", {})
             out_meta["name"] = name
-            out_meta["resourceVersion"] = wanted_rv  # "" or "0": unconditional, if the kind allows it
+            if wanted_rv:
+                out_meta["resourceVersion"] = wanted_rv  # "0": unconditional, if the kind allows it
+            else:
+                out_meta.pop("resourceVersion", None)  # none (Go's omitempty): unconditional likewise
             return out
 
         # Pinned: a version that parses and is not 0 (a lost race is then kube's 409, no retry).
