@@ -170,8 +170,9 @@ async def test_cache_survives_killed_member(cluster: EtcdCluster, round_: int) -
 
 @pytest.mark.parametrize("victim", range(3))
 async def test_cache_survives_channel_reset_by_a_failed_call(cluster: EtcdCluster, victim: int) -> None:
-    """A frozen member: a read times out and moves the client on, closing the channel that still carries
-    the caches' (silent, not failed) watches. They must resume on the next member, not end."""
+    """A frozen member: a read times out, the member answers no PING either, so the client ends the
+    connection that still carries the caches' (silent, not failed) watches and moves on. They must
+    resume on the next member, not end."""
     # The read timeout outlasts a leader election (when the frozen member led), so the read that
     # moves the client on does not also time out on the surviving members.
     s = Scenario(cluster, victim, f"freeze{victim}", timeout=3.0)
@@ -182,7 +183,7 @@ async def test_cache_survives_channel_reset_by_a_failed_call(cluster: EtcdCluste
         await s.write(3)
         freeze(proc.pid)  # stopped for good before the next call (see support/freeze.py)
         try:
-            # Times out on the frozen member (3 s), then succeeds on the next one.
+            # Times out on the frozen member (3 s, then 5 s for the PING), then succeeds on the next one.
             kv, _ = await s.client.get(f"{s.base}p0/k0".encode())
             assert kv is not None
             await s.write(10)

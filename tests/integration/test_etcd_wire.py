@@ -87,7 +87,7 @@ async def test_a_frozen_member_times_out_then_serves_again(own_etcd: EtcdServer)
         started = time.monotonic()
         with pytest.raises(serrors.UnavailableError):
             await c.create(prefix + b"b", b"2")
-        assert time.monotonic() - started < 10  # each attempt ends at its deadline
+        assert time.monotonic() - started < 15  # the attempt ends at its deadline, the PING 5 s later
         thaw(own_etcd.process.pid)
         # (The timed-out create may still be applied now: etcd had it when it froze, as with any client.)
         await c.create(prefix + b"c", b"3")

@@ -152,3 +152,55 @@ async def test_bytes_handed_to_the_transport_may_have_been_processed() -> None:
         with pytest.raises(RpcError) as err:
             await call
         assert err.value.code == StatusCode.UNAVAILABLE and not err.value.unprocessed
+
+
+async def test_a_slow_call_on_a_live_connection_leaves_the_watches_on_it() -> None:
+    """One call timing out ends its own stream (RST_STREAM CANCEL); the member still answers PING, so
+    the connection and the watch on it stay, and the read is sent again on it. (Before, any timeout
+    closed the connection under every watch on it.)"""
+    async with PeerServer() as srv:
+        client = EtcdClient([f"http://127.0.0.1:{srv.port}"], timeout=0.5)
+        try:
+            async def follow() -> None:
+                async for _ in client.watch(b"/w/", 1):
+                    pass
+
+            watch = asyncio.ensure_future(follow())
+            peer = await srv.next_peer()
+            await peer.until(lambda: 1 in peer.headers)
+            get = asyncio.ensure_future(client.get(b"/a"))
+            await peer.until(lambda: 5 in peer.client_ended, within=5)  # stream 3 timed out, sent again
+            assert peer.rst.get(3) == 0x8 and peer.pings_seen >= 1
+            await peer.answer(5, b"")
+            assert await asyncio.wait_for(get, 5) == (None, 0)
+            assert not peer.eof and not watch.done() and len(srv.all) == 1
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+        finally:
+            await client.close()
+
+
+async def test_a_call_timing_out_on_a_silent_member_ends_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The member answers nothing, PING included: the connection ends as keepalive would end it, the
+    watch on it fails (to resume elsewhere), the read goes to the next endpoint."""
+    monkeypatch.setattr("genericapi.storage.etcd.KEEPALIVE_TIMEOUT", 0.5)
+    async with PeerServer(ack_pings=False) as silent, PeerServer() as other:
+        client = EtcdClient([f"http://127.0.0.1:{silent.port}", f"http://127.0.0.1:{other.port}"], timeout=0.5)
+        try:
+            async def follow() -> None:
+                async for _ in client.watch(b"/w/", 1):
+                    pass
+
+            watch = asyncio.ensure_future(follow())
+            peer = await silent.next_peer()
+            await peer.until(lambda: 1 in peer.headers)
+            get = asyncio.ensure_future(client.get(b"/a"))
+            with pytest.raises(serrors.UnavailableError, match="keepalive ping"):
+                await asyncio.wait_for(watch, 5)
+            again = await other.next_peer()
+            await again.until(lambda: 1 in again.client_ended)
+            await again.answer(1, b"")
+            assert await asyncio.wait_for(get, 5) == (None, 0)
+            assert peer.pings_seen >= 1
+        finally:
+            await client.close()

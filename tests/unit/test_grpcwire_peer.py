@@ -417,11 +417,14 @@ async def test_graceful_goaway_lets_taken_calls_finish_through_etcd_client() -> 
             await client.close()
 
 
-async def test_a_call_timing_out_on_a_draining_connection_closes_that_one_only() -> None:
-    """A draining connection (GOAWAY) whose taken call then times out is done for: EtcdClient closes it
-    (the watch still on it fails, to resume elsewhere) and leaves the current connection alone.
-    (Before, _reset saw that the failed channel was no longer the current one and returned: a draining
-    connection to a member that froze kept its watches until keepalive gave up on it.)"""
+async def test_a_call_timing_out_on_a_draining_connection_closes_that_one_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A draining connection (GOAWAY) whose taken call times out while its member answers nothing is
+    done for: it is closed (the watch still on it fails, to resume elsewhere) and the current
+    connection is left alone. (Before, _reset saw that the failed channel was no longer the current
+    one and returned: a draining connection to a member that froze kept its watches until keepalive
+    gave up on it.)"""
+    monkeypatch.setattr("genericapi.storage.etcd.KEEPALIVE_TIMEOUT", 0.5)
     async with PeerServer() as srv:
         client = EtcdClient([f"http://127.0.0.1:{srv.port}"], timeout=0.5)
         try:
@@ -435,6 +438,7 @@ async def test_a_call_timing_out_on_a_draining_connection_closes_that_one_only()
             first = asyncio.ensure_future(client.get(b"/a"))
             await peer1.until(lambda: 3 in peer1.client_ended)
             peer1.send(GOAWAY, 0, 0, struct.pack(">II", 3, 0))  # streams 1 and 3 taken; never answered
+            peer1.ack_pings = False  # and the member goes silent
             await asyncio.sleep(0.1)
             second = asyncio.ensure_future(client.get(b"/b"))
             peer2 = await srv.next_peer()

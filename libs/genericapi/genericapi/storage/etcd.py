@@ -295,10 +295,17 @@ class EtcdClient:
                     raise TooOldRevisionError(getattr(request, "revision", 0), 0) from err
                 last = err
                 if err.code in _RETRIED:
-                    # Refused before it was sent by a connection that is still there (draining, or no
-                    # stream slot in time): that connection is not what failed.
-                    if not (err.unprocessed and client is not None and not client.conn.lost):
+                    if client is None or client.conn.lost:
                         await self._reset(client)
+                    elif err.code == StatusCode.DEADLINE_EXCEEDED and not err.unprocessed:
+                        # This call was slow; the others on the connection (watches) are not dropped
+                        # for it unless the member no longer answers a PING (then it is gone).
+                        if not await client.conn.alive():
+                            await self._reset(client)
+                    elif not err.unprocessed:
+                        await self._reset(client)
+                    # (Refused before it was sent by a connection still there - draining, or no stream
+                    # slot in time - that connection is not what failed.)
                     if mutation and not err.unprocessed:
                         raise StorageUnavailable(f"etcd {method}: {details} (the request was sent, "
                                                  "whether etcd applied it is unknown)") from err

@@ -176,6 +176,8 @@ class Connection(asyncio.Protocol):
         self._conn_unacked = 0
         self._ping_timer: asyncio.TimerHandle | None = None
         self._ping_deadline: asyncio.TimerHandle | None = None
+        #: Who waits for the answer to the PING in flight (``alive``).
+        self._ping_waiters: list[asyncio.Future[bool]] = []
         self._lost: RpcError | None = None
         self._draining = False  # GOAWAY received (or stream ids used up): no new streams
         #: The highest stream id whose request was handed to the transport: a stream above it that
@@ -227,6 +229,7 @@ class Connection(asyncio.Protocol):
         for timer in (self._ping_timer, self._ping_deadline):
             if timer is not None:
                 timer.cancel()
+        self._answer_pings(False)
         streams, self._streams = self._streams, {}
         written = self._written_id
         for stream in streams.values():
@@ -250,8 +253,31 @@ class Connection(asyncio.Protocol):
         self._ping_timer = self._loop.call_later(self._keepalive, self._ping)
         if not self._streams or self._ping_deadline is not None or self._lost is not None:
             return
+        self._send_ping()
+
+    def _send_ping(self) -> None:
         self._write(_frame(_PING, 0, 0, b"kchping\0"))
         self._ping_deadline = self._loop.call_later(self._keepalive_timeout, self._ping_expired)
+
+    def _answer_pings(self, alive: bool) -> None:
+        waiters, self._ping_waiters = self._ping_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(alive)
+
+    async def alive(self) -> bool:
+        """Whether the server still answers, asked after one of our calls timed out: a slow call says
+        nothing about the others on the connection (watches), so it is ended alone (RST_STREAM) and the
+        connection is kept unless the server no longer answers a PING within ``keepalive_timeout``,
+        which ends it as keepalive does. Calls timing out together share one PING (the keepalive's,
+        when one is in flight)."""
+        if self._lost is not None:
+            return False
+        waiter = self._loop.create_future()
+        self._ping_waiters.append(waiter)
+        if self._ping_deadline is None:
+            self._send_ping()
+        return await waiter
 
     def _ping_expired(self) -> None:
         self._ping_deadline = None
@@ -487,6 +513,7 @@ class Connection(asyncio.Protocol):
                     if self._ping_deadline is not None:
                         self._ping_deadline.cancel()
                         self._ping_deadline = None
+                    self._answer_pings(True)
                 else:
                     self._write(_frame(_PING, _ACK, 0, payload))
             elif kind == _RST_STREAM:
