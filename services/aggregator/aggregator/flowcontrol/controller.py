@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from genericapi.apimachinery.flowcontrol import bootstrap
@@ -89,11 +90,12 @@ class Classification:
     distinguisher: str
     hash_value: int
 
-    @property
+    # Read once per Classification (the controller keeps it for every request of its shape).
+    @cached_property
     def flow_schema_name(self) -> str:
         return str(self.flow_schema["metadata"]["name"])
 
-    @property
+    @cached_property
     def flow_schema_uid(self) -> str:
         return str(self.flow_schema["metadata"].get("uid") or "")
 

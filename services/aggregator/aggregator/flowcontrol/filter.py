@@ -141,8 +141,22 @@ class WithPriorityAndFairness:
         #: Records a 429 in the request metrics (kube's RecordDroppedRequest; the server knows the labels).
         self.on_dropped = on_dropped
         self._series: dict[tuple[str, str, str, str], _Series] = {}
+        #: The series of each Classification the controller handed out, by identity (the controller
+        #: keeps one per request shape until its configuration changes): no names and UIDs read from
+        #: the objects per request. The Classification is kept with it, so its id is never reused.
+        self._series_by_classification: dict[int, tuple[Classification, _Series]] = {}
 
     def _series_of(self, c: Classification) -> _Series:
+        found = self._series_by_classification.get(id(c))
+        if found is not None and found[0] is c:
+            return found[1]
+        series = self._series_by_name(c)
+        if len(self._series_by_classification) >= 1024:  # the controller's cache is renewed: let go
+            self._series_by_classification.clear()
+        self._series_by_classification[id(c)] = (c, series)
+        return series
+
+    def _series_by_name(self, c: Classification) -> _Series:
         key = (c.level.name, c.flow_schema_name, c.level.uid, c.flow_schema_uid)
         series = self._series.get(key)
         if series is None:
@@ -161,11 +175,11 @@ class WithPriorityAndFairness:
         if not watch and is_long_running(info):
             return UNLIMITED
         c = self.controller.classify(user, info)
-        level, fs_name = c.level, c.flow_schema_name
+        level = c.level
         series = self._series_of(c)
         arrived = time.monotonic()
         try:
-            req = level.queues.start(c.hash_value, 1, fs_name, c.distinguisher, (user, info))
+            req = level.queues.start(c.hash_value, 1, c.flow_schema_name, c.distinguisher, (user, info))
         except Rejected as err:
             await self._reject(c, err.reason, scope, send, series.headers)
             return None

@@ -25,6 +25,9 @@ from genericapi.apimachinery.flowcontrol.shufflesharding import Dealer
 
 #: kube's estimatedServiceDuration: the work a request is assumed to be while it runs.
 ESTIMATED_SERVICE_SECONDS = 0.003
+#: Flow hashes whose dealt hand is kept (all are dropped when full; a hand depends only on the hash
+#: and the deck, so it is dealt once per flow instead of once per request).
+HAND_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,10 @@ class QueueSet:
         self.dealer = Dealer(config.queues, config.hand_size) if config.queues > 0 else None
         self.queues: list[Queue] = [Queue(i) for i in range(max(config.queues, 0))]
         self.queueless: set[Request] = set()
+        #: Seats of the queueless requests executing (``seats_in_use`` less these: the queues' seats).
+        self._queueless_seats = 0
+        #: Dealt hands by flow hash (see HAND_CACHE_SIZE); emptied whenever the dealer is replaced.
+        self._hands: dict[int, list[int]] = {}
         self.current_r = 0.0
         self._last = time.monotonic()
         self._enqueues = 0
@@ -113,6 +120,7 @@ class QueueSet:
             self.queues.extend(Queue(i) for i in range(len(self.queues), config.queues))
         self.config = config
         self.dealer = Dealer(config.queues, config.hand_size) if config.queues > 0 else None
+        self._hands = {}
         self.concurrency_limit = concurrency_limit
         self._dispatch_as_much_as_possible()
 
@@ -134,7 +142,9 @@ class QueueSet:
         active = len(self._active)
         if active == 0:
             return 0.0
-        requested = sum(q.seats_in_use + q.seats_waiting for q in self._active)
+        # The seats requested of the active queues: every queue holding seats is active (a queue leaves
+        # ``_active`` only once it holds none), so this is the sum over ``_active`` without the loop.
+        requested = self.seats_in_use - self._queueless_seats + self.seats_waiting
         return min(float(requested), float(self.concurrency_limit)) / active
 
     def _note_demand(self) -> None:
@@ -264,6 +274,7 @@ class QueueSet:
                 self._active.discard(queue)
         else:
             self.queueless.discard(req)
+            self._queueless_seats -= req.seats
         self._note_demand()
         self._dispatch_as_much_as_possible()
 
@@ -283,16 +294,25 @@ class QueueSet:
         self.dispatched += 1
         if queue is None:
             self.queueless.add(req)
+            self._queueless_seats += req.seats
         else:
             queue.executing.add(req)
             queue.seats_in_use += req.seats
         self._note_demand()
 
     def _shuffle_shard(self, hash_value: int) -> Queue:
-        assert self.dealer is not None
-        hand = self.dealer.deal(hash_value)
+        hand = self._hands.get(hash_value)
+        if hand is None:
+            assert self.dealer is not None
+            hand = self.dealer.deal(hash_value)
+            if len(self._hands) >= HAND_CACHE_SIZE:
+                self._hands.clear()
+            self._hands[hash_value] = hand
         offset = self._enqueues % len(hand)
         self._enqueues += 1
+        if not self.seats_waiting:
+            # No queue holds waiting work: every candidate's is 0, so the first one looked at wins.
+            return self.queues[hand[offset]]
         best: Queue | None = None
         best_work = float("inf")
         for i in range(len(hand)):
