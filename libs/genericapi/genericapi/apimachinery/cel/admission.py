@@ -304,6 +304,8 @@ class Activation:
         return out
 
     def _needed(self, expr: Expression) -> set[str]:
+        if not expr.variables:
+            return set()  # most expressions name no variable
         declared = {n: e for n, e in self.composition}
         seen: set[str] = set()
         todo = [n for n in expr.variables if n in declared]

@@ -69,6 +69,9 @@ class CompiledPolicy:
     #: What the policy's expressions read of each variable: only that is handed to the interpreter
     #: (None: whole values).
     paths: Paths | None = field(default_factory=dict)
+    #: The admission variables any of the policy's expressions reads (``request`` and
+    #: ``namespaceObject`` are built for a request only when one is).
+    reads: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         from genericapi.apimachinery.cel.admission import merge_paths
@@ -80,6 +83,7 @@ class CompiledPolicy:
                 exprs.append(v.message_expression)
         exprs += [e for _k, e in self.audit]
         self.paths = merge_paths(exprs)
+        self.reads = frozenset().union(*(e.refs for e in exprs if e.program is not None))
 
     @classmethod
     def compile(cls, policy: dict[str, Any]) -> CompiledPolicy:

@@ -9,6 +9,8 @@ version of the same storage, as the plugin's equivalents say; without them any v
 group and resource) matches too, and ``matched_resource`` says which one (kube's ``matchResource`` /
 ``matchKind``: the plugin then converts the objects to it). Selector errors count only when the
 rules match.
+The equivalents may be handed over as a function computing them: they are then asked for only when
+a rule does not name the request's own resource (most requests never need them).
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ EXCLUDED = frozenset({
 })
 
 NamespaceLookup = Callable[[str], "dict[str, Any] | None"]
+#: A request's equivalent resources but its own (None: not known), or a function giving them.
+Others = list[tuple[str, str, str, str]] | None
+LazyOthers = Others | Callable[[], Others]
+
+
+def resolve_others(others: LazyOthers) -> Others:
+    """The equivalents ``others`` holds or computes."""
+    return others() if callable(others) else others
 
 
 class MatchError(Exception):
@@ -87,9 +97,10 @@ def _name(rule: Rule, attrs: Attributes) -> bool:
     return attrs.name in rule.names  # kube: the request's name ("" for a generateName create)
 
 
-def equivalent_matches(rule: Rule, attrs: Attributes, others: list[tuple[str, str, str, str]] | None) -> bool:
+def equivalent_matches(rule: Rule, attrs: Attributes, lazy: LazyOthers) -> bool:
     """Whether ``rule`` names one of the request's equivalent resources (kube's
     ``EquivalentResourcesFor``); unknown equivalents: any version of the same group and resource."""
+    others = resolve_others(lazy)
     if others is None:
         return rule_matches(rule, attrs, True)
     return any(rule_matches(rule, replace(attrs, group=g, version=v, resource=r), False) for g, v, r, _k in others)
@@ -126,8 +137,7 @@ class MatchResources:
         return cls(ns_sel, obj_sel, err, parse_rules(spec.get("resourceRules")),
                    parse_rules(spec.get("excludeResourceRules")), spec.get("matchPolicy", "Equivalent") != "Exact")
 
-    def matches(self, attrs: Attributes, namespaces: NamespaceLookup,
-                others: list[tuple[str, str, str, str]] | None = None) -> bool:
+    def matches(self, attrs: Attributes, namespaces: NamespaceLookup, others: LazyOthers = None) -> bool:
         """Whether the request is covered (no ``resourceRules``: every resource), ``others`` being
         its equivalent resources; raises ``MatchError`` for a selector kube could not use on a
         request its rules match."""
@@ -147,13 +157,15 @@ class MatchResources:
             raise MatchError(ns_err or obj_err)
         return True
 
-    def matched_resource(self, attrs: Attributes,
-                         others: list[tuple[str, str, str, str]]) -> tuple[str, str, str, str] | None:
+    def matched_resource(self, attrs: Attributes, lazy: LazyOthers) -> tuple[str, str, str, str] | None:
         """Which (group, version, resource, kind) the rules matched, given a request ``matches``
-        accepted and ``others``, the request's equivalent resources: None when a rule names the
-        request's own version (or there are no rules), else the first equivalent, rule by rule
-        (kube's ``matchesResourceRules``)."""
+        accepted and ``lazy``, the request's equivalent resources: None when a rule names the
+        request's own version (or there are no rules, or no known equivalents), else the first
+        equivalent, rule by rule (kube's ``matchesResourceRules``)."""
         if not self.rules or not self.equivalent or any(rule_matches(r, attrs, False) for r in self.rules):
+            return None
+        others = resolve_others(lazy)
+        if not others:
             return None
         for rule in self.rules:
             for group, version, resource, kind in others:
