@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 from support.coreapi_procs import backend_request, etcd_keys
+from support.freeze import freeze, thaw
 from support.gateways import GatewayClient, GatewayWatch, RequestLoop
 from support.procs import kubectl_binary
 
@@ -422,7 +423,7 @@ def test_hung_replica_is_skipped_once_its_health_stream_times_out(
                     return False
         return True
 
-    proc.send_signal(signal.SIGSTOP)
+    freeze(proc.pid)  # every thread stopped, not just the signal queued (support/freeze.py)
     stopped = time.monotonic()
     try:
         # The gateways' keepalive pings go unanswered: the replica turns not serving and gets
@@ -432,7 +433,7 @@ def test_hung_replica_is_skipped_once_its_health_stream_times_out(
         for client in probes:
             assert client.request("GET", "/readyz")[0] == 200
     finally:
-        proc.send_signal(signal.SIGCONT)
+        thaw(proc.pid)
         for client in probes:
             client.close()
     # Back: it turns serving again and takes requests through each gateway.
