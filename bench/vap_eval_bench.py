@@ -6,6 +6,8 @@ etcd: bench.py's policy (``VAP_RULES``, ``matchConstraints`` on configmaps) and 
 ``namespaceSelector`` on the bench namespace) from an in-memory source, and ``validate`` of the
 admission record core-api builds for one bench ConfigMap create (``configmap(name, 200)`` as
 stored: uid, creationTimestamp, managedFields), a fresh record per call as each request has.
+The plugin asks ``StoreEquivalents`` (core-api's; this tree's for both trees) over stand-ins for
+core-api's stores (``--stores``).
 
 Given an old tree (``git archive <commit> libs ... | tar -x -C DIR``), both trees' ``genericapi``
 are imported into this one process (the old one first, its modules then set aside) and timed in
@@ -27,9 +29,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from genericapi.admission.equivalents import StoreEquivalents  # this tree's, for both (not under test)
 
 from bench import VAP_RULES, configmap
 
@@ -48,11 +53,6 @@ NAMESPACE = {"apiVersion": "v1", "kind": "Namespace",
                           "creationTimestamp": "2026-11-28T10:00:00Z",
                           "labels": {"kubernetes.io/metadata.name": NS}},
              "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
-
-
-class _Resource:
-    def __init__(self, group: str, version: str, resource: str) -> None:
-        self.group, self.version, self.resource = group, version, resource
 
 
 class Source:
@@ -74,14 +74,15 @@ class Source:
         return None
 
 
-class Equivalents:
-    """ConfigMaps have one served version: the request's own resource (what StoreEquivalents says)."""
-
-    def equivalents(self, group: str, version: str, resource: str) -> list[tuple[_Resource, str]]:
-        return [(_Resource(group, version, resource), "ConfigMap")]
-
-    async def convert(self, obj: dict[str, Any], group: str, version: str, kind: str) -> dict[str, Any]:
-        raise AssertionError("a ConfigMap is never converted")
+def fake_stores(n: int) -> list[Any]:
+    """What ``StoreEquivalents`` reads of core-api's stores (its key prefix, group, version, plural,
+    kind): configmaps and ``n - 1`` others, one resource each."""
+    stores = [SimpleNamespace(key_prefix="/registry/configmaps",
+                              info=SimpleNamespace(group="", version="v1", plural="configmaps", kind="ConfigMap"))]
+    for i in range(n - 1):
+        stores.append(SimpleNamespace(key_prefix=f"/registry/r{i}",
+                                      info=SimpleNamespace(group="g", version="v1", plural=f"r{i}", kind=f"R{i}")))
+    return stores
 
 
 def stored_configmap(i: int) -> dict[str, Any]:
@@ -104,7 +105,7 @@ def _forget_genericapi() -> None:
 class Tree:
     """One tree's plugin and record constructor, imported under its own ``genericapi``."""
 
-    def __init__(self, root: Path | None) -> None:
+    def __init__(self, root: Path | None, stores: int) -> None:
         saved = sys.path[:]
         if root is not None:
             sys.path.insert(0, str(root / "libs" / "genericapi"))
@@ -122,7 +123,9 @@ class Tree:
         self.label = "old" if root is not None else "new"
         self.adm = adm
         self.user = user.UserInfo("system:admin", ("system:masters", "system:authenticated"))
-        self.plugin = plugin.ValidatingAdmissionPolicyPlugin(Source(), None, Equivalents())
+        listed = fake_stores(stores)
+        self.plugin = plugin.ValidatingAdmissionPolicyPlugin(Source(), None,
+                                                             StoreEquivalents(lambda: listed))
 
     def attrs(self, i: int) -> Any:
         obj = stored_configmap(i)
@@ -180,10 +183,11 @@ def main() -> None:
     p.add_argument("old", nargs="?", help="an old tree (git archive of libs ...) to compare with")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--n", type=int, default=2000)
+    p.add_argument("--stores", type=int, default=70, help="core-api's store count, for StoreEquivalents")
     p.add_argument("--profile", action="store_true")
     args = p.parse_args()
-    trees = [Tree(Path(args.old).resolve())] if args.old else []
-    trees.append(Tree(None))
+    trees = [Tree(Path(args.old).resolve(), args.stores)] if args.old else []
+    trees.append(Tree(None, args.stores))
     asyncio.run(main_async(args, trees))
 
 

@@ -141,21 +141,26 @@ class MatchResources:
         """Whether the request is covered (no ``resourceRules``: every resource), ``others`` being
         its equivalent resources; raises ``MatchError`` for a selector kube could not use on a
         request its rules match."""
+        return self.match(attrs, namespaces, others)[0]
+
+    def match(self, attrs: Attributes, namespaces: NamespaceLookup,
+              others: LazyOthers = None) -> tuple[bool, tuple[str, str, str, str] | None]:
+        """``matches`` and, for a covered request, ``matched_resource`` (the rules checked once)."""
         ns_ok, ns_err = self._namespace(attrs, namespaces)
         if not ns_ok and not ns_err:
-            return False
+            return False, None
         obj_ok, obj_err = self._object(attrs)
         if not obj_ok and not obj_err:
-            return False
+            return False, None
         if any(rule_matches(r, attrs, False) for r in self.exclude) or (
                 self.equivalent and any(equivalent_matches(r, attrs, others) for r in self.exclude)):
-            return False
-        if self.rules and not any(rule_matches(r, attrs, False) for r in self.rules) and not (
-                self.equivalent and any(equivalent_matches(r, attrs, others) for r in self.rules)):
-            return False
+            return False, None
+        own = not self.rules or any(rule_matches(r, attrs, False) for r in self.rules)
+        if not own and not (self.equivalent and any(equivalent_matches(r, attrs, others) for r in self.rules)):
+            return False, None
         if ns_err or obj_err:
             raise MatchError(ns_err or obj_err)
-        return True
+        return True, (None if own or not self.equivalent else self._first_equivalent(attrs, others))
 
     def matched_resource(self, attrs: Attributes, lazy: LazyOthers) -> tuple[str, str, str, str] | None:
         """Which (group, version, resource, kind) the rules matched, given a request ``matches``
@@ -164,6 +169,9 @@ class MatchResources:
         equivalent, rule by rule (kube's ``matchesResourceRules``)."""
         if not self.rules or not self.equivalent or any(rule_matches(r, attrs, False) for r in self.rules):
             return None
+        return self._first_equivalent(attrs, lazy)
+
+    def _first_equivalent(self, attrs: Attributes, lazy: LazyOthers) -> tuple[str, str, str, str] | None:
         others = resolve_others(lazy)
         if not others:
             return None

@@ -214,7 +214,8 @@ class ValidatingAdmissionPolicyPlugin:
         for hook in hooks:
             policy = hook.policy
             try:
-                if not policy.match.matches(attrs, self.source.namespace, others):
+                covered, matched = policy.match.match(attrs, self.source.namespace, others)
+                if not covered:
                     continue
             except MatchError as e:
                 self._config_error(denials, policy, None, str(e))
@@ -229,7 +230,6 @@ class ValidatingAdmissionPolicyPlugin:
                 from genericapi.apimachinery.cel.admission import admission_request
 
                 request = admission_request(attrs)
-            matched = policy.match.matched_resource(attrs, others)
             annotations: dict[str, list[str]] = {}
             for binding in hook.bindings:
                 try:
