@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from datetime import UTC, datetime
 from typing import Any
+
+from genericapi.apimachinery.uuids import new_uuid4
 
 #: Characters kube-apiserver uses for generateName suffixes (no vowels, no look-alikes).
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
@@ -27,36 +28,10 @@ def now_rfc3339() -> str:
     return _last[1]
 
 
-#: Random bytes for UIDs, read from the kernel 4 KiB at a time: one ``getrandom`` call per create cost
-#: ~1.3% of core-api's create (8 us under load on this VM); 256 UIDs per call now. A forked child starts
-#: with an empty pool (the fork server's children must never hand out the same UIDs).
-_POOL_BYTES = 4096
-_pool = b""
-_pool_at = 0
-
-
-def _empty_pool() -> None:
-    global _pool, _pool_at
-    _pool, _pool_at = b"", 0
-
-
-os.register_at_fork(after_in_child=_empty_pool)
-
-
 def new_uid() -> str:
     """A random (version 4, RFC 4122 variant) UUID as kube writes it: ``str(uuid.uuid4())``, made
-    from 16 random bytes directly (uuid.UUID's constructor and ``__str__`` were ~5 us of every
-    create), taken from a pool the kernel's CSPRNG fills."""
-    global _pool, _pool_at
-    at = _pool_at
-    if at + 16 > len(_pool):
-        _pool, at = os.urandom(_POOL_BYTES), 0
-    _pool_at = at + 16
-    raw = bytearray(_pool[at:at + 16])
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    without the UUID object and from random bytes read ahead (apimachinery.uuids)."""
+    return new_uuid4()
 
 
 def generate_name(prefix: str) -> str:

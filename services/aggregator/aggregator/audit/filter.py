@@ -23,12 +23,12 @@ sends.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
+from genericapi.apimachinery.uuids import new_uuid4
 from genericapi.server.auditannotations import HEADER as ANNOTATIONS_HEADER
 from genericapi.server.tls import peer_identity
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -62,33 +62,10 @@ _STATUS_VERBS = frozenset({"delete", "deletecollection"})
 DECISION_CACHE_SIZE = 4096
 
 
-#: Random bytes read ahead for Audit-IDs: one ``getrandom`` call per 256 requests instead of one each.
-_RANDOM_AHEAD = 16 * 256
-_pool = b""
-_at = 0
-
-
-def _forget_pool() -> None:
-    """A forked child must not hand out its parent's read-ahead bytes again."""
-    global _pool, _at
-    _pool, _at = b"", 0
-
-
-os.register_at_fork(after_in_child=_forget_pool)
-
-
 def new_audit_id() -> str:
     """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` but without the UUID object
-    (and without a read of the system's random source each: the bytes are read ahead in blocks)."""
-    global _pool, _at
-    if _at >= len(_pool):
-        _pool, _at = os.urandom(_RANDOM_AHEAD), 0
-    b = bytearray(_pool[_at:_at + 16])
-    _at += 16
-    b[6] = (b[6] & 0x0F) | 0x40
-    b[8] = (b[8] & 0x3F) | 0x80
-    h = b.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    (and without a read of the system's random source each: apimachinery.uuids)."""
+    return new_uuid4()
 
 
 class Auditor:

@@ -1,6 +1,6 @@
-"""UIDs come from a pool of kernel random bytes: every one is a version 4, RFC 4122 variant UUID in
-kube's text form, none repeats across many pool refills, and a forked child never hands out the
-parent's next UIDs (the fork server forks every service)."""
+"""UUIDs (object UIDs, Audit-IDs) come from a pool of kernel random bytes: every one is a version 4,
+RFC 4122 variant UUID in kube's text form, none repeats across many pool refills, and a forked child
+never hands out the parent's next UUIDs (the fork server forks every service)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import os
 import re
 import uuid
 
+from genericapi.apimachinery import uuids
 from genericapi.registry import meta
 
 _FORM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 def test_uids_are_v4_and_unique_across_refills() -> None:
-    uids = [meta.new_uid() for _ in range(meta._POOL_BYTES // 16 * 5 + 7)]
+    uids = [(meta.new_uid, uuids.new_uuid4)[i % 2]() for i in range(uuids._BLOCK // 16 * 5 + 7)]
     assert len(set(uids)) == len(uids)
     for u in uids:
         assert _FORM.match(u), u
