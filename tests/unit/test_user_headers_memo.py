@@ -20,3 +20,14 @@ def test_user_from_headers_remembered_only_without_extra() -> None:
     one, two = user.from_headers(extra), user.from_headers(extra)
     assert one == two == user.UserInfo("bob-memo", (), "", {"scopes": ["a"]}) and one is not two
     assert one is not None and one.extra is not (two.extra if two is not None else None)
+
+
+def test_a_full_memo_starts_afresh_so_new_users_are_remembered_too() -> None:
+    user._memo.clear()
+    for i in range(user._MEMO_SIZE):
+        user.from_headers([(b"x-remote-user", f"u{i}".encode())])
+    assert len(user._memo) == user._MEMO_SIZE
+    late = [(b"x-remote-user", b"late-comer")]
+    first = user.from_headers(late)
+    assert first is not None and first.name == "late-comer"
+    assert user.from_headers(late) is first  # remembered, though the memo had been full

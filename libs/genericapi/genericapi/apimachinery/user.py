@@ -54,7 +54,8 @@ def from_headers(headers: Iterable[tuple[bytes, bytes]]) -> UserInfo | None:
     Every request to a backend carries its user this way, and a handful of users (the admin, the
     controllers, a few service accounts) make most requests: the ``UserInfo`` of the same headers
     is remembered (when it has no extra values, whose lists a caller could change; at most
-    ``_MEMO_SIZE`` of them) instead of being decoded and built again for every request."""
+    ``_MEMO_SIZE`` of them, forgotten together when full) instead of being decoded and built again
+    for every request."""
     remote: list[tuple[bytes, bytes]] = []
     for pair in headers:
         if pair[0][:9].lower() == b"x-remote-":  # most headers: skipped without decoding them
@@ -66,7 +67,9 @@ def from_headers(headers: Iterable[tuple[bytes, bytes]]) -> UserInfo | None:
     if found is not None:
         return found
     info = _decode(remote)
-    if info is not None and not info.extra and len(_memo) < _MEMO_SIZE:
+    if info is not None and not info.extra:
+        if len(_memo) >= _MEMO_SIZE:
+            _memo.clear()  # users come and go (service accounts): the next ones are remembered too
         _memo[key] = info
     return info
 

@@ -592,7 +592,7 @@ class Store:
             raise APIError(500, "", problem)
         version = int(wanted) if wanted else 0
         if version == 0:
-            if not getattr(self.strategy, "allow_unconditional_update", True):
+            if not self.strategy.allow_unconditional_update:
                 raise apierrors.invalid_object(self.info.group, self.info.plural, name, [apierrors.invalid(
                     "metadata.resourceVersion", GoRendered("0x0"), "must be specified for an update")])
             meta["resourceVersion"] = current_rv

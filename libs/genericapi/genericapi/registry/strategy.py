@@ -31,6 +31,9 @@ class Strategy:
     returns_deleted_object: bool = False
     #: Table printer of this kind (None: the default Name / Created At table).
     table_printer: Printer | None = None
+    #: kube's AllowUnconditionalUpdate: a PUT naming no resourceVersion (or "0") replaces whatever is
+    #: stored. Kinds whose PUT must name the version it replaces say False (custom resources, CRDs).
+    allow_unconditional_update: bool = True
 
     def __init__(self, info: ResourceInfo, schemas: SchemaCatalog | None = None,
                  name_validator: NameValidator | None = None) -> None:
