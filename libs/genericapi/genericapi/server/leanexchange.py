@@ -172,6 +172,24 @@ class Exchange:
             frame = head + frame
         self.conn.transport.write(frame)
 
+    def stream_write_framed(self, frame: bytes) -> None:
+        """``stream_write`` for a piece chunk-framed already (watchhub.py frames an upstream piece once
+        and writes the same bytes to every client sharing it)."""
+        if self.disconnected:
+            return
+        head = self.head
+        if head is not None:
+            self.head = None
+            if self.flush_handle is not None:
+                self.flush_handle.cancel()
+                self.flush_handle = None
+            frame = head + frame
+        self.conn.transport.write(frame)
+
+    def stream_buffered(self) -> int:
+        """Bytes written and not yet taken by the client's connection (watchhub.py's slow-client bound)."""
+        return int(self.conn.transport.get_write_buffer_size())
+
     async def stream_drain(self) -> None:
         if self.conn.write_paused and not self.disconnected:
             await self.conn.drain()

@@ -28,6 +28,7 @@ from genericapi.httpclient import client_errors, new_session
 
 from .streamrelay import relay_direct
 from .unixhttp import BUFFER_BYTES, UnixHTTPPool, UnixResponse, UpstreamClosed
+from .watchhub import Opening, WatchHub, WatchRequest, watch_request
 from .wholeanswer import offered
 
 if TYPE_CHECKING:
@@ -129,8 +130,11 @@ class ReverseProxy:
     def __init__(self, pick: UpstreamPicker, ssl_context: ssl.SSLContext | None = None,
                  header_source: Callable[[Scope], list[tuple[str, str]]] | None = None,
                  limit: int = 0, drop_headers: Iterable[str] = (), rotate: bool = True,
-                 max_body_bytes: int = 0, head_source: Callable[[Scope], bytes] | None = None) -> None:
+                 max_body_bytes: int = 0, head_source: Callable[[Scope], bytes] | None = None,
+                 share_watches: bool = True) -> None:
         self._pick = pick
+        #: Identical client watches on a Unix upstream share one upstream watch (watchhub.py).
+        self.watch_hub: WatchHub | None = WatchHub() if share_watches else None
         #: ``header_source``'s headers as head lines already encoded, for the Unix-socket hop (the
         #: gateway caches its users' lines); None: ``header_source``'s pairs are encoded per request.
         self._head_source = head_source
@@ -215,6 +219,26 @@ class ReverseProxy:
             await _send_error(send, apierrors.service_unavailable("no backend is available for this request"))
             return
         method = scope["method"]
+        watch: WatchRequest | None = None
+        if (self.watch_hub is not None and method == "GET" and not body and stream is None
+                and not self._ending_streams):
+            watch = watch_request(scope, scope.get("raw_path") or scope["path"].encode(), head)
+            if watch is not None:
+                if await self.watch_hub.join(watch, upstreams, scope, send):
+                    return
+                with self.watch_hub.opening(watch) as opening:
+                    await self._forward(scope, receive, send, upstreams, method, body, stream, head, extra,
+                                        raw_target, target, watch, opening)
+                return
+        await self._forward(scope, receive, send, upstreams, method, body, stream, head, extra, raw_target,
+                            target, None, None)
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send, upstreams: list[str], method: str,
+                       body: bytes, stream: _StreamedBody | None, head: bytes, extra: list[tuple[str, str]] | None,
+                       raw_target: bytes, target: str, watch: WatchRequest | None,
+                       opening: Opening | None) -> None:
+        """Try the upstreams in turn (``watch``: a watch that may be shared; ``opening``: where the
+        clients waiting to share it learn of its stream)."""
         start = self._rr if self._rotate else 0
         self._rr += 1
         last_err: Exception | None = None
@@ -223,7 +247,8 @@ class ReverseProxy:
             pool = self._pool_of[base] if base in self._pool_of else self._pool_for(base)
             if pool is not None:
                 try:
-                    unix_resp = await pool.request(method, raw_target, head, body, stream,
+                    unix_resp = await pool.request(method, raw_target if watch is None else watch.target, head, body,
+                                                   stream,
                                                    stream.length if stream is not None else None)
                 except (OSError, UpstreamClosed) as err:
                     last_err = err
@@ -250,6 +275,11 @@ class ReverseProxy:
                         return
                     await self._relay_sized(unix_resp.status, unix_resp.headers, data, unix_resp.iter_chunks(),
                                             unix_resp.close, receive, send, f"method={method} URI={target!r}")
+                    return
+                if watch is not None and opening is not None and self.watch_hub is not None \
+                        and unix_resp.status == 200:
+                    await self.watch_hub.open(watch, base, unix_resp, scope, send, self._streams, self._ending_streams,
+                                              _RESPONSE_OWN_B, opening)
                     return
                 if not await relay_direct(scope, unix_resp, send, self._streams, self._ending_streams,
                                           _RESPONSE_OWN_B):
