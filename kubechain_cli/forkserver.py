@@ -48,11 +48,13 @@ from dataclasses import dataclass
 from typing import Any
 
 #: What core-api, extensions-api and the gateway all import, loaded once in the fork server: these
-#: roots pull in 826 of the 870-970 modules each service loads (FastAPI, Starlette, pydantic, uvicorn,
-#: gRPC, aiohttp, cryptography, prometheus_client, PyYAML, the shared library's server, registry and
-#: storage layers) and nothing only one of them imports (so no service gains another's metrics or
-#: module state). uvicorn's lifespan is what ``uvicorn.Config.load`` imports when each service
-#: starts serving (no websocket protocol: the services serve uvicorn with ``ws="none"``).
+#: roots pull in most of the modules each service loads (Starlette, uvicorn, gRPC, cryptography,
+#: prometheus_client, PyYAML, the shared library's server, registry and storage layers) and nothing
+#: only one of them imports (so no service gains another's metrics or module state). uvicorn's
+#: lifespan is what ``uvicorn.Config.load`` imports when each service starts serving (no websocket
+#: protocol: the services serve uvicorn with ``ws="none"``). Not aiohttp: nothing on the way to a
+#: ready chain needs it (the controllers reach the other members over Unix sockets with
+#: ``genericapi.controllers.unixclient``), and its import was ~0.25 s of this serial preload.
 PRELOAD = (
     "genericapi.server.apiserver",
     "genericapi.server.app",
@@ -65,7 +67,6 @@ PRELOAD = (
     "genericapi.apimachinery.serviceresolver",
     "genericapi.apimachinery.matchconditions",
     "cryptography.x509",
-    "aiohttp",
     "uvicorn.lifespan.on",
 )
 #: The services that may be forked (``python -m <module>``).
