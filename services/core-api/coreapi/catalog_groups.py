@@ -164,7 +164,8 @@ SMALL_GROUP_RESOURCES: tuple[ResourceInfo, ...] = (
         subresources=("approval", "status"),
         strategy=groups.CertificateSigningRequestStrategy,
     ),
-    builtin("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", namespaced=False),
+    builtin("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", namespaced=False,
+            strategy=groups.RuntimeClassStrategy),
 )
 
 NETWORKING_V1_RESOURCES: tuple[ResourceInfo, ...] = (
@@ -211,8 +212,9 @@ NETWORKING_V1_RESOURCES: tuple[ResourceInfo, ...] = (
 
 STORAGE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
     builtin(_STORAGE, "v1", "CSIDriver", "csidrivers", namespaced=False, strategy=groups.CSIDriverStrategy),
-    builtin(_STORAGE, "v1", "CSINode", "csinodes", namespaced=False),
-    builtin(_STORAGE, "v1", "CSIStorageCapacity", "csistoragecapacities", namespaced=True),
+    builtin(_STORAGE, "v1", "CSINode", "csinodes", namespaced=False, strategy=groups.CSINodeStrategy),
+    builtin(_STORAGE, "v1", "CSIStorageCapacity", "csistoragecapacities", namespaced=True,
+            strategy=groups.CSIStorageCapacityStrategy),
     builtin(_STORAGE, "v1", "StorageClass", "storageclasses", namespaced=False, short_names=("sc",),
             strategy=groups.StorageClassStrategy),
     builtin(
@@ -222,6 +224,7 @@ STORAGE_V1_RESOURCES: tuple[ResourceInfo, ...] = (
         "volumeattachments",
         namespaced=False,
         subresources=_STATUS,
+        strategy=groups.VolumeAttachmentStrategy,
     ),
 )
 

@@ -43,6 +43,9 @@ PRINTER = Printer((
 
 class APIServiceStrategy(Strategy):
     table_printer = PRINTER
+    #: kube-aggregator's apiServerStrategy and apiServerStatusStrategy answer false: a PUT of an
+    #: APIService (or its status) must name the resourceVersion it replaces.
+    allow_unconditional_update = False
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         obj["status"] = {}

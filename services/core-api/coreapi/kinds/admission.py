@@ -1,5 +1,7 @@
 """``admissionregistration.k8s.io/v1``: webhook configurations and ValidatingAdmissionPolicies
-(with bindings) track generation and carry kube's defaults and validation."""
+(with bindings) track generation and carry kube's defaults and validation. None of them takes an
+unconditional update (kube's strategies answer false to AllowUnconditionalUpdate): a PUT must name the
+resourceVersion it replaces."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .base import BuiltinStrategy
 
 class MutatingWebhookConfigurationStrategy(BuiltinStrategy):
     tracks_generation = True
+    allow_unconditional_update = False
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.mutating_webhook_configuration(obj)
@@ -25,6 +28,7 @@ class MutatingWebhookConfigurationStrategy(BuiltinStrategy):
 
 class ValidatingWebhookConfigurationStrategy(BuiltinStrategy):
     tracks_generation = True
+    allow_unconditional_update = False
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.validating_webhook_configuration(obj)
@@ -35,6 +39,7 @@ class ValidatingWebhookConfigurationStrategy(BuiltinStrategy):
 
 class ValidatingAdmissionPolicyStrategy(BuiltinStrategy):
     tracks_generation = True
+    allow_unconditional_update = False
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.validating_admission_policy(obj)
@@ -45,6 +50,7 @@ class ValidatingAdmissionPolicyStrategy(BuiltinStrategy):
 
 class ValidatingAdmissionPolicyBindingStrategy(BuiltinStrategy):
     tracks_generation = True
+    allow_unconditional_update = False
 
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.validating_admission_policy_binding(obj)

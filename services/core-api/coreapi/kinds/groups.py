@@ -1,6 +1,12 @@
 """Kinds of the small API groups, a few rules each: events.k8s.io Events, discovery EndpointSlices,
-policy PodDisruptionBudgets, scheduling PriorityClasses, certificates CSRs, storage classes and CSI
-drivers, coordination Leases."""
+policy PodDisruptionBudgets, scheduling PriorityClasses, certificates CSRs, storage classes, CSI
+drivers, CSI nodes, CSI storage capacities and volume attachments, node RuntimeClasses, coordination
+Leases.
+
+``allow_unconditional_update = False`` marks the kinds whose kube strategy answers false to
+AllowUnconditionalUpdate (k8s.io/kubernetes v1.33 pkg/registry/<group>/<kind>/strategy.go; their
+status strategies embed the main one): a PUT that names no resourceVersion is refused with kube's
+422 instead of replacing whatever is stored."""
 
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ class CertificateSigningRequestStrategy(BuiltinStrategy):
 
 
 class CSIDriverStrategy(BuiltinStrategy):
+    allow_unconditional_update = False
+
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.csi_driver(obj)
 
@@ -41,12 +49,22 @@ class EventsV1EventStrategy(BuiltinStrategy):
     table_printer = printers_core.EVENTS_K8S_IO_EVENT_PRINTER
 
 
+class CSINodeStrategy(BuiltinStrategy):
+    allow_unconditional_update = False
+
+
+class CSIStorageCapacityStrategy(BuiltinStrategy):
+    allow_unconditional_update = False
+
+
 class LeaseStrategy(BuiltinStrategy):
     table_printer = printers_apps.LEASE_PRINTER
+    allow_unconditional_update = False
 
 
 class PodDisruptionBudgetStrategy(BuiltinStrategy):
     tracks_generation = True
+    allow_unconditional_update = False
     zero_status: ClassVar[tuple[str, ...]] = (
         "disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods")
 
@@ -62,6 +80,14 @@ class PriorityClassStrategy(BuiltinStrategy):
         return scheduling.validate_priority_class_update(new, old)
 
 
+class RuntimeClassStrategy(BuiltinStrategy):
+    allow_unconditional_update = False
+
+
 class StorageClassStrategy(BuiltinStrategy):
     def set_defaults(self, obj: dict[str, Any]) -> None:
         defaults.storage_class(obj)
+
+
+class VolumeAttachmentStrategy(BuiltinStrategy):
+    allow_unconditional_update = False
