@@ -72,3 +72,29 @@ class FutureRevisionError(StorageError):
 
 class UnavailableError(StorageError):
     """etcd cannot be reached or answered with an error."""
+
+
+#: grpc-go's names of the status codes (``codes.Code.String()``): how a Go client's error names them.
+GRPC_CODE_NAMES: dict[int, str] = {
+    1: "Canceled", 2: "Unknown", 3: "InvalidArgument", 4: "DeadlineExceeded", 5: "NotFound", 6: "AlreadyExists",
+    7: "PermissionDenied", 8: "ResourceExhausted", 9: "FailedPrecondition", 10: "Aborted", 11: "OutOfRange",
+    12: "Unimplemented", 13: "Internal", 14: "Unavailable", 15: "DataLoss", 16: "Unauthenticated"}
+#: The gRPC status a call whose deadline passed ends with.
+GRPC_DEADLINE_EXCEEDED = 4
+
+
+def sent_call_status(err: StorageError) -> tuple[int, str] | None:
+    """The gRPC status (code, details) of the call behind ``err`` when etcd got that call and it then
+    failed; None otherwise (etcd unreachable: the call never went out, or went out again elsewhere).
+
+    The etcd client raises ``UnavailableError`` from the call's ``RpcError`` when a write was sent and
+    then timed out or lost its connection (etcd may have applied it) and when etcd answered a call
+    with an error status; the ``RpcError`` says whether etcd saw the request (``unprocessed``). Read
+    duck-typed so that this module stays free of the wire."""
+    cause = err.__cause__
+    if not isinstance(err, UnavailableError) or cause is None:
+        return None
+    code, details = getattr(cause, "code", None), getattr(cause, "details", None)
+    if not isinstance(code, int) or not isinstance(details, str) or getattr(cause, "unprocessed", True):
+        return None
+    return code, details
