@@ -367,11 +367,13 @@ class GenericAPIServer:
     async def _post_start(self) -> None:
         for hook in self.post_start:
             await hook(self)
-        asyncio.get_running_loop().create_task(self.openapi.warm())
-        # Load the protobuf descriptors off the event loop now, not on the first typed request.
-        self._warm = asyncio.get_running_loop().run_in_executor(None, k8sproto.registry)
         self._started.set()
         await self._report_serving()
+        # Then, off the way to ready (issue 15, cold start: a thread started before SERVING held the
+        # GIL while the loop reported it): the OpenAPI documents, and the protobuf descriptors off
+        # the event loop now, not on the first typed request.
+        asyncio.get_running_loop().create_task(self.openapi.warm())
+        self._warm = asyncio.get_running_loop().run_in_executor(None, k8sproto.registry)
         log.info("%s ready", self.config.name)
 
     async def _post_start_in_background(self) -> None:
