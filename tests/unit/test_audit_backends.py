@@ -144,11 +144,11 @@ def test_log_backend_writes_json_lines(tmp_path: Path) -> None:
 
 def test_a_full_queue_drops_and_counts() -> None:
     audit = sink.AuditSink([], buffer_size=2)  # never started: nothing takes events off
-    before_events = sink.EVENTS._value.get()
+    before_events = sink.EVENTS.value
     before_errors = sink.BUFFERED_ERRORS._value.get()
     for _ in range(5):
         audit.process(make_event().snapshot("ResponseComplete"))
-    assert sink.EVENTS._value.get() - before_events == 5  # apiserver_audit_event_total counts every event
+    assert sink.EVENTS.value - before_events == 5  # apiserver_audit_event_total counts every event
     assert sink.BUFFERED_ERRORS._value.get() - before_errors == 3  # apiserver_audit_error_total{plugin="buffered"}
 
 

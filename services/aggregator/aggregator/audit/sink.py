@@ -29,7 +29,12 @@ from .event import Event, render
 
 log = logging.getLogger(__name__)
 
-EVENTS = Counter("apiserver_audit_event_total", "Counter of audit events generated and sent to the audit backend.")
+#: Counted on every event, so lean (no lock, no per-call validation; prometheus_client's exposition).
+#: Unlabelled: its one series is made here, so /metrics shows it at 0 from the start as
+#: prometheus_client's unlabelled Counter does.
+EVENT_FAMILY = LeanCounter("apiserver_audit_event_total",
+                           "Counter of audit events generated and sent to the audit backend.", ())
+EVENTS = EVENT_FAMILY.labels()
 ERRORS = Counter("apiserver_audit_error_total",
                  "Counter of audit events that failed to be audited properly. Plugin identifies the plugin "
                  "affected by the error.", ["plugin"])
