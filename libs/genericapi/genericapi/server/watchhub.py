@@ -95,7 +95,7 @@ def watch_request(scope: Scope, raw_path: bytes, head: bytes) -> WatchRequest | 
     """The request as a shareable watch, or None (see the module docstring for what qualifies).
     ``head``: the header lines the proxy forwards."""
     query: bytes = scope.get("query_string") or b""
-    if not query or scope["method"] != "GET":
+    if b"watch=" not in query or scope["method"] != "GET":  # every GET with a query passes here
         return None
     writer = direct_stream(scope)
     if writer is None or not hasattr(writer, "stream_write_framed"):
