@@ -12,6 +12,10 @@ and the services are all the tree's. Each round is a cold start (fresh data dir)
 bootstrap hooks reconcile instead of create). Both trees' medians come from one run, under the
 same load. ``--new DIR`` puts another tree in this checkout's place (say, a proposed change).
 
+``--env-ab VAR=VALUE`` alternates this checkout with ``VAR=VALUE`` ("old") and without ("new"): a
+switch's effect, e.g. ``KUBECHAIN_START_CPU_RESERVE=0`` (kubechain_cli.startcpus) or
+``KUBECHAIN_FORK_SERVICES=0``.
+
 ``--fork-ab`` alternates, with controllers on, the services forked from the fork server (the
 default, kubechain_cli.forkserver) and executed one by one (``KUBECHAIN_FORK_SERVICES=0``).
 
@@ -22,7 +26,7 @@ checkout under ``PYTHONDONTWRITEBYTECODE=1`` (these sessions' environment) that 
 project's ~500 modules, ~0.8 s of CPU of a cold start's serial path (issue 15). The line printed
 first says which case a run measured.
 
-    .venv/bin/python bench/chain_start.py [N] [--ab DIR [--new DIR] | --fork-ab] [--compiled]
+    .venv/bin/python bench/chain_start.py [N] [--ab DIR [--new DIR] | --env-ab VAR=VALUE | --fork-ab] [--compiled]
 """
 
 from __future__ import annotations
@@ -131,13 +135,15 @@ def tree_env(tree: Path | None) -> dict[str, str]:
     return env
 
 
-def tree_starts(rounds: int, old: Path, new: Path | None = None) -> dict[str, list[float]]:
-    """``rounds`` alternating (old, new) child runs: each a cold start and a warm restart (``new``
-    None: this checkout)."""
+def tree_starts(rounds: int, old: Path | None, new: Path | None = None,
+                old_env: dict[str, str] | None = None) -> dict[str, list[float]]:
+    """``rounds`` alternating (old, new) child runs: each a cold start and a warm restart (a tree
+    None: this checkout; ``old_env``: variables set for the old runs only)."""
     times: dict[str, list[float]] = {f"{tree} {kind}": [] for kind in ("cold", "warm") for tree in ("old", "new")}
     for _ in range(rounds):
         for tree, path in (("old", old), ("new", new)):
-            done = subprocess.run([sys.executable, "-c", _CHILD], env=tree_env(path), capture_output=True,
+            env = tree_env(path) | ((old_env or {}) if tree == "old" else {})
+            done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
                                   text=True, timeout=300, cwd=tempfile.gettempdir())
             if done.returncode != 0:
                 raise RuntimeError(f"{tree} tree's start failed:\n{done.stderr[-3000:]}")
@@ -154,6 +160,8 @@ def main() -> None:
     group.add_argument("--ab", metavar="DIR", type=Path,
                        help="another tree vs this one: cold start and warm restart, controllers on")
     group.add_argument("--fork-ab", action="store_true", help="forked vs executed services, controllers on")
+    group.add_argument("--env-ab", metavar="VAR=VALUE",
+                       help="this checkout with VAR=VALUE (old) vs without (new): cold start and warm restart")
     parser.add_argument("--new", metavar="DIR", type=Path, help="with --ab: a tree instead of this checkout")
     parser.add_argument("--compiled", action="store_true",
                         help="compile the trees' modules ahead into a temporary bytecode cache, as a wheel install")
@@ -169,14 +177,18 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     print(bytecode_case())
     load = os.getloadavg()[0]
-    if args.ab is not None:
+    if args.env_ab is not None:
+        var, _eq, value = args.env_ab.partition("=")
+        print(f"old: {var}={value}; new: {var} as the environment has it ({os.environ.get(var, 'unset')})")
+        times = tree_starts(args.rounds, None, None, {var: value})
+    elif args.ab is not None:
         times = tree_starts(args.rounds, args.ab.resolve(), args.new.resolve() if args.new else None)
     else:
         times = cold_starts(args.rounds, FORK_AB_MODES if args.fork_ab else MODES)
     print(f"load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end, on {os.cpu_count()} cores")
     for label, runs in times.items():
         print(f"{label:16s} median {statistics.median(runs):.2f}s  ({' '.join(f'{t:.2f}' for t in runs)})")
-    if args.ab is not None:
+    if args.ab is not None or args.env_ab is not None:
         for kind in ("cold", "warm"):
             ratio = statistics.median(times[f"old {kind}"]) / statistics.median(times[f"new {kind}"])
             print(f"{kind}: old/new {ratio:.2f}x")
