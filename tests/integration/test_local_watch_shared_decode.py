@@ -87,14 +87,15 @@ async def test_watchers_of_a_change_share_one_object(store: Store, monkeypatch: 
 
 async def _share(store: Store, client: LocalClient, rv: str, decodes: Any, reset: Any) -> None:
     first, second = client.watch(rv, "default"), client.watch(rv, "default")
-    waiting = [asyncio.ensure_future(take(w, 3)) for w in (first, second)]
-    await asyncio.sleep(0.1)  # both watches are registered before the changes come in
+    await store.create("default", cm("s", k="0"))
+    for watch in (first, second):  # once each has seen this one, both follow the changes as they come
+        assert [e.type for e in await take(watch, 1)] == ["ADDED"]
     reset()
 
     created = await store.create("default", cm("a", k="1"))
     updated = await store.update("default", "a", {**created, "data": {"k": "2"}})
     await store.delete("default", "a", DeleteOptions())
-    a, b = await asyncio.gather(*waiting)
+    a, b = await take(first, 3), await take(second, 3)
 
     assert [e.type for e in a] == [e.type for e in b] == ["ADDED", "MODIFIED", "DELETED"]
     for x, y in zip(a, b, strict=True):
@@ -119,10 +120,11 @@ async def test_an_informer_caches_the_dispatched_object(store: Store) -> None:
 async def _cached(store: Store, client: LocalClient, informer: Informer, seen: list[dict[str, Any]]) -> None:
     await informer.wait_synced()
     _items, rv, _c = await client.list("default")
-    watching = asyncio.ensure_future(take(client.watch(rv, "default"), 1))
-    await asyncio.sleep(0.1)
+    watch = client.watch(rv, "default")
+    await store.create("default", cm("s", k="0"))
+    await take(watch, 1)  # following the changes as they come from here on
     created = await store.create("default", cm("b", k="1"))
-    (event,) = await watching
+    (event,) = await take(watch, 1)
     for _ in range(200):
         if informer.get("default", "b") is not None:
             break

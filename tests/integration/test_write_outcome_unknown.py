@@ -28,6 +28,7 @@ from genericapi.registry.store import Store
 from genericapi.registry.strategy import Strategy
 from genericapi.storage import errors as serrors
 from genericapi.storage.etcd import EtcdClient
+from test_etcd_wire_write_once import TXN, CountingProxy
 
 from tests.support.freeze import freeze, thaw
 from tests.support.procs import EtcdServer
@@ -126,15 +127,28 @@ async def test_writes_etcd_does_not_answer_are_kubes_request_timeout(own_etcd: E
     assert err.value.status() == TIMEOUT_STATUS
 
 
-async def test_a_write_whose_connection_dies_under_it_is_a_plain_500(own_etcd: EtcdServer, store: Store) -> None:
-    await store.create("default", cm("a", k="1"))
-    freeze(own_etcd.process.pid)
-    write = asyncio.ensure_future(store.create("default", cm("b", k="1")))
-    await asyncio.sleep(0.3)  # the Txn is on the wire; the member is gone before it answers
-    own_etcd.process.kill()
-    own_etcd.process.wait(10)
-    with pytest.raises(APIError) as err:
-        await write
+async def test_a_write_whose_connection_dies_under_it_is_a_plain_500(own_etcd: EtcdServer) -> None:
+    async with CountingProxy(own_etcd.endpoint) as proxy:
+        client = EtcdClient([proxy.endpoint], timeout=5.0)
+        store = Store(CM, Strategy(CM), client, f"/unknown-{uuid.uuid4().hex[:8]}/configmaps")
+        await store.start()
+        try:
+            await store.create("default", cm("a", k="1"))
+            sent = proxy.count(TXN)
+            freeze(own_etcd.process.pid)
+            write = asyncio.ensure_future(store.create("default", cm("b", k="1")))
+            for _ in range(400):  # until the Txn has gone through the relay to the member
+                if proxy.count(TXN) > sent:
+                    break
+                await asyncio.sleep(0.01)
+            assert proxy.count(TXN) == sent + 1, "the create never went out"
+            own_etcd.process.kill()  # gone before it answers: the relay closes the client's connection
+            own_etcd.process.wait(10)
+            with pytest.raises(APIError) as err:
+                await write
+        finally:
+            await store.stop()
+            await client.close()
     status = err.value.status()
     assert status["code"] == 500 and "reason" not in status and "details" not in status, status
     assert status["message"].startswith("rpc error: code = Unavailable desc = "), status
