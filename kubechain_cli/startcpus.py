@@ -7,7 +7,9 @@ which then wait for core-api anyway, got two thirds of a core each. While the ch
 services are kept off one of the CPUs this process may use (``sched_setaffinity``, which needs no
 privilege and is undone the same way), so core-api has it to itself; once the chain is ready (or the
 start failed) every thread of theirs gets the whole set back. Nothing is done with fewer than two
-CPUs, or where affinity cannot be set.
+CPUs, where affinity cannot be set, or on a machine already busy (a one-minute load average of at
+least the number of CPUs): the reservation moves idle capacity to core-api, and there is none to move
+there (a busy CPU kept from the other services would only slow them, and the gateway too must be up).
 """
 
 from __future__ import annotations
@@ -58,6 +60,6 @@ def reserve(others: Iterable[int]) -> CPUReservation | None:
         allowed = os.sched_getaffinity(0)
     except OSError:
         return None
-    if len(allowed) < 2:
+    if len(allowed) < 2 or os.getloadavg()[0] >= len(allowed):
         return None
     return CPUReservation(allowed, others)

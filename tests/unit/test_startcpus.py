@@ -1,5 +1,5 @@
-"""kubechain_cli.startcpus: the other services are kept off one CPU while a chain starts, and every
-thread of theirs (those made meanwhile included) gets the whole set back afterwards."""
+"""kubechain_cli.startcpus: the other services are kept off one CPU while a chain starts on an idle
+machine, and every thread of theirs (those made meanwhile included) gets the whole set back afterwards."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def _masks(pid: int) -> set[frozenset[int]]:
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs two CPUs and sched_setaffinity")
-def test_others_are_kept_off_one_cpu_then_given_every_cpu_back() -> None:
+def test_others_are_kept_off_one_cpu_then_given_every_cpu_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
     allowed = frozenset(os.sched_getaffinity(0))
     child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -55,9 +56,15 @@ def test_others_are_kept_off_one_cpu_then_given_every_cpu_back() -> None:
         child.wait()
 
 
-def test_switched_off_or_one_cpu_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_switched_off_busy_or_one_cpu_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_setaffinity", lambda _pid, _cpus: pytest.fail("affinity set"))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     monkeypatch.setenv("KUBECHAIN_START_CPU_RESERVE", "0")
     assert startcpus.reserve([os.getpid()]) is None
     monkeypatch.delenv("KUBECHAIN_START_CPU_RESERVE")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 0.0, 0.0))  # as many runnable as CPUs: busy
+    assert startcpus.reserve([os.getpid()]) is None
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0})
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert startcpus.reserve([os.getpid()]) is None
