@@ -170,14 +170,6 @@ async def test_a_write_that_never_went_out_stays_a_server_timeout(own_etcd: Etcd
     assert err.value.headers.get("Retry-After") == "2"
 
 
-class _Sent(Exception):
-    """Stands for the etcd client's RpcError: a call etcd got that ended with a status."""
-
-    def __init__(self, code: int, details: str) -> None:
-        super().__init__(details)
-        self.code, self.details, self.unprocessed = code, details, False
-
-
 @pytest.mark.parametrize(("code", "details", "status", "message"), [
     (14, "etcdserver: request timed out", 500, "etcdserver: request timed out"),
     (14, "etcdserver: leader changed", 500, "etcdserver: leader changed"),
@@ -187,10 +179,11 @@ class _Sent(Exception):
 def test_etcd_statuses_of_a_sent_write(code: int, details: str, status: int, message: str) -> None:
     """etcd's own error statuses reach kube's handler as clientv3's EtcdError (its text) or grpc-go's
     status error; a read failing so is still an unreachable etcd (Interpret*Error's ServerTimeout)."""
-    try:
-        raise serrors.UnavailableError("etcd Txn: " + details) from _Sent(code, details)
-    except serrors.UnavailableError as err:
-        api = translate.to_api_error(err, CM, "x", "update")
-        assert (api.code, api.message) == (status, message)
-        assert api.reason == ("Timeout" if status == 504 else "")
-        assert translate.to_api_error(err, CM, "x", "get").reason == "ServerTimeout"
+    err = serrors.SentCallError("etcd Txn: " + details, code, details)
+    api = translate.to_api_error(err, CM, "x", "update")
+    assert (api.code, api.message) == (status, message)
+    assert api.reason == ("Timeout" if status == 504 else "")
+    assert translate.to_api_error(err, CM, "x", "get").reason == "ServerTimeout"
+    # etcd unreachable (no call of it got through): kube's ServerTimeout for writes too.
+    unreachable = translate.to_api_error(serrors.UnavailableError("etcd unavailable"), CM, "x", "update")
+    assert (unreachable.code, unreachable.reason) == (500, "ServerTimeout")

@@ -74,6 +74,17 @@ class UnavailableError(StorageError):
     """etcd cannot be reached or answered with an error."""
 
 
+class SentCallError(UnavailableError):
+    """etcd got the call and it failed: etcd answered an error status, or a write timed out or lost its
+    connection after it was sent (whether etcd applied it is unknown). ``code`` and ``details`` are the
+    call's gRPC status, which kube's answer for such a write carries (registry/translate.py)."""
+
+    def __init__(self, message: str, code: int, details: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.details = details
+
+
 #: grpc-go's names of the status codes (``codes.Code.String()``): how a Go client's error names them.
 GRPC_CODE_NAMES: dict[int, str] = {
     1: "Canceled", 2: "Unknown", 3: "InvalidArgument", 4: "DeadlineExceeded", 5: "NotFound", 6: "AlreadyExists",
@@ -85,16 +96,8 @@ GRPC_DEADLINE_EXCEEDED = 4
 
 def sent_call_status(err: StorageError) -> tuple[int, str] | None:
     """The gRPC status (code, details) of the call behind ``err`` when etcd got that call and it then
-    failed; None otherwise (etcd unreachable: the call never went out, or went out again elsewhere).
-
-    The etcd client raises ``UnavailableError`` from the call's ``RpcError`` when a write was sent and
-    then timed out or lost its connection (etcd may have applied it) and when etcd answered a call
-    with an error status; the ``RpcError`` says whether etcd saw the request (``unprocessed``). Read
-    duck-typed so that this module stays free of the wire."""
-    cause = err.__cause__
-    if not isinstance(err, UnavailableError) or cause is None:
-        return None
-    code, details = getattr(cause, "code", None), getattr(cause, "details", None)
-    if not isinstance(code, int) or not isinstance(details, str) or getattr(cause, "unprocessed", True):
-        return None
-    return code, details
+    failed (``SentCallError``); None otherwise (etcd unreachable: the call never went out, or went
+    out again elsewhere)."""
+    if isinstance(err, SentCallError):
+        return err.code, err.details
+    return None

@@ -26,6 +26,7 @@ from .errors import (
     KeyExistsError,
     KeyNotFoundError,
     RevisionConflictError,
+    SentCallError,
     TooOldRevisionError,
 )
 from .errors import UnavailableError as StorageUnavailable
@@ -307,10 +308,12 @@ class EtcdClient:
                     # (Refused before it was sent by a connection still there - draining, or no stream
                     # slot in time - that connection is not what failed.)
                     if mutation and not err.unprocessed:
-                        raise StorageUnavailable(f"etcd {method}: {details} (the request was sent, "
-                                                 "whether etcd applied it is unknown)") from err
+                        raise SentCallError(f"etcd {method}: {details} (the request was sent, whether etcd "
+                                            "applied it is unknown)", err.code, details) from err
                     continue
-                raise StorageUnavailable(f"etcd {method}: {details}") from err
+                if err.unprocessed:
+                    raise StorageUnavailable(f"etcd {method}: {details}") from err
+                raise SentCallError(f"etcd {method}: {details}", err.code, details) from err
             except (TimeoutError, OSError) as err:  # connecting failed (refused, TLS, timed out)
                 last = err
                 await self._reset(client)
