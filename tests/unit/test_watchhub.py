@@ -45,10 +45,15 @@ class Upstream:
         self.requests: list[bytes] = []
         self.writers: asyncio.Queue[asyncio.StreamWriter] = asyncio.Queue()
         self.closed = 0
+        #: Cleared: the first request's head waits for it (a replica slow to answer).
+        self.first_head = asyncio.Event()
+        self.first_head.set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         self.requests.append(head.split(b"\r\n", 1)[0])
+        if len(self.requests) == 1:
+            await self.first_head.wait()
         writer.write(HEAD)
         await self.writers.put(writer)
         with contextlib.suppress(ConnectionError):
@@ -238,6 +243,23 @@ async def test_a_table_watch_joins_before_its_first_event(gateway: tuple[Upstrea
     for c in clients:
         assert await c.body(len(_event(6))) == _event(6)
         c.close()
+
+
+async def test_a_slow_upstream_head_holds_the_others_only_a_while(
+        gateway: tuple[Upstream, ReverseProxy, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watchhub, "OPENING_WAIT", 0.3)
+    upstream, _proxy, port = gateway
+    upstream.first_head.clear()
+    first = asyncio.ensure_future(Client.open(port, WATCH.format(rv=5)))
+    for _ in range(500):
+        if upstream.requests:
+            break
+        await asyncio.sleep(0.01)
+    second = await asyncio.wait_for(Client.open(port, WATCH.format(rv=5)), 5)  # asked on its own
+    assert len(upstream.requests) == 2
+    upstream.first_head.set()
+    (await first).close()
+    second.close()
 
 
 async def test_one_client_leaving_leaves_the_others_and_the_last_gives_the_upstream_up(

@@ -32,8 +32,8 @@ again): nobody stalls the others, and the upstream is never paused for one clien
 ends (cleanly, or failing, or the proxy ending streams on shutdown) every joined client's answer
 ends cleanly, as each private relay's did. Each client's head goes through its own ``send`` (the
 gateway's chain adds its Audit-ID, APF headers and audit stages), so it is what a private relay
-sends it. Clients arriving while the first one's upstream head is on its way wait for it and join
-at the start.
+sends it. Clients arriving while the first one's upstream head is on its way wait for it (up to
+``OPENING_WAIT``) and join at the start.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ from .unixhttp import UnixResponse, _Connection
 #: Unwritten bytes on a client's connection past which it is ended (core-api's watcher queue holds up
 #: to 10,000 events; this is about as many small events).
 CUT_BYTES = 4 << 20
+
+#: Seconds a client waits for a shareable watch's upstream head before asking on its own (a replica that
+#: hangs must not hold every identical watch: privately, the next ones would go to another replica).
+OPENING_WAIT = 2.0
 
 #: Request header lines that take no part in the key: kubectl's per-invocation headers (read by nothing
 #: behind the gateway).
@@ -165,7 +169,10 @@ class WatchHub:
         its answer has ended); False: nothing was sent, relay it privately (``open``)."""
         for opening in list(self._opening.get(watch.key, ())):
             if opening.rv == watch.rv:
-                shared = await asyncio.shield(opening.future)
+                try:
+                    shared = await asyncio.wait_for(asyncio.shield(opening.future), OPENING_WAIT)
+                except TimeoutError:
+                    continue  # its upstream is slow to answer (a hung replica?): this one may be sent elsewhere
                 if shared is not None and shared.base in upstreams and shared.joinable_at(watch.rv):
                     await shared.serve(watch, scope, send)
                     return True
