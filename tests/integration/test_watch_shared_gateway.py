@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import threading
 import time
@@ -230,7 +231,7 @@ async def test_table_watches_share_from_their_start(chain: ChainHandle, namespac
 @pytest.mark.skipif(not (have_kubectl("1.27") and have_kubectl("1.33")), reason="kubectl 1.27 and 1.33 needed")
 def test_kubectl_get_watch_two_at_once(chain: ChainHandle, namespace: str) -> None:
     _create(chain, namespace)
-    env = {"KUBECONFIG": chain.kubeconfig, "PATH": "/usr/bin:/bin"}
+    env = dict(os.environ, KUBECONFIG=chain.kubeconfig, KUBECACHEDIR=str(chain.chain.data_dir / "kubectl-cache"))
     procs = [subprocess.Popen([kubectl_binary(v), "get", RESOURCE, "-n", namespace, "-w",
                                "-o", "custom-columns=NAME:.metadata.name,V:.metadata.labels.v"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
