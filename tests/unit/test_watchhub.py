@@ -262,6 +262,38 @@ async def test_a_slow_upstream_head_holds_the_others_only_a_while(
     second.close()
 
 
+async def test_watches_to_a_tcp_upstream_are_private_and_never_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TCP upstream's watch is relayed privately (aiohttp): identical clients must not wait for it."""
+    monkeypatch.setattr(watchhub, "OPENING_WAIT", 60.0)
+    upstream = Upstream()
+    backend = await asyncio.start_server(upstream.handle, "127.0.0.1", 0)
+    base = f"http://127.0.0.1:{backend.sockets[0].getsockname()[1]}"
+    proxy = ReverseProxy(lambda scope: [base], rotate=False)
+    config = uvicorn.Config(proxy, host="127.0.0.1", port=0, lifespan="off", log_level="warning",
+                            http=LeanHttpProtocol, loop="none")
+    server = _Server(config)
+    task = asyncio.ensure_future(server.serve())
+    for _ in range(500):
+        if server.started:
+            break
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        first = await Client.open(port, WATCH.format(rv=5))
+        second = await asyncio.wait_for(Client.open(port, WATCH.format(rv=5)), 10)
+        assert len(upstream.requests) == 2
+        first.close()
+        second.close()
+    finally:
+        proxy.end_streams()
+        server.should_exit = True
+        server.force_exit = True
+        await asyncio.wait_for(task, 10)
+        backend.close()
+        await proxy.close()
+
+
 async def test_one_client_leaving_leaves_the_others_and_the_last_gives_the_upstream_up(
         gateway: tuple[Upstream, ReverseProxy, int]) -> None:
     upstream, proxy, port = gateway

@@ -255,6 +255,8 @@ class ReverseProxy:
                     if stream is not None and stream.started:
                         break  # part of the body went to this replica and is gone: it cannot be replayed
                     continue
+                if opening is not None and self.watch_hub is not None and (unix_resp.sized or unix_resp.status != 200):
+                    self.watch_hub.abandon(opening)  # nothing to share: clients waiting for it go their own way
                 if unix_resp.sized:
                     try:
                         data, whole = await unix_resp.read_upto(BUFFER_BYTES)
@@ -285,6 +287,8 @@ class ReverseProxy:
                                           _RESPONSE_OWN_B):
                     await self._relay_unix(unix_resp, receive, send)
                 return
+            if opening is not None and self.watch_hub is not None:
+                self.watch_hub.abandon(opening)  # a TCP upstream's watch is relayed privately
             if extra is None:
                 extra = self._header_source(scope) if self._header_source else []
             tcp_headers = _forward_headers(scope, extra, self._drop)

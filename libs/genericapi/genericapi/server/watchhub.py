@@ -146,9 +146,10 @@ def watch_request(scope: Scope, raw_path: bytes, head: bytes) -> WatchRequest | 
 class Opening:
     """A shareable watch whose upstream head is on its way: clients at its version wait for it."""
 
-    __slots__ = ("future", "rv")
+    __slots__ = ("future", "key", "rv")
 
-    def __init__(self, rv: bytes) -> None:
+    def __init__(self, key: tuple[bytes, bytes, bytes], rv: bytes) -> None:
+        self.key = key
         self.rv = rv
         self.future: asyncio.Future[_Shared | None] = asyncio.get_running_loop().create_future()
 
@@ -186,12 +187,17 @@ class WatchHub:
     def opening(self, watch: WatchRequest) -> Iterator[Opening]:
         """While the first client's upstream request is made: others at its version wait for ``open``
         to say what it opened (or for this to end: then they go their own way)."""
-        opening = Opening(watch.rv)
+        opening = Opening(watch.key, watch.rv)
         self._opening.setdefault(watch.key, []).append(opening)
         try:
             yield opening
         finally:
             self._opened(watch.key, opening, None)
+
+    def abandon(self, opening: Opening) -> None:
+        """The first client's answer will not be shared (not a chunked 200, or not from a Unix upstream):
+        those waiting for it ask on their own now."""
+        self._opened(opening.key, opening, None)
 
     def _opened(self, key: tuple[bytes, bytes, bytes], opening: Opening, shared: _Shared | None) -> None:
         """Clients waiting for ``opening`` learn what to join (None: nothing)."""
