@@ -1,4 +1,4 @@
-"""One CPU kept for core-api while a chain starts (issue 15, cold start).
+"""One CPU kept for core-api while a chain starts (issue 15, cold start): opt-in, measured inconclusive.
 
 A cold start waits for core-api: its import is the longest of the three services' and its bootstrap
 hooks come after it. Forked at once, the three services' imports shared two cores three ways, so
@@ -7,8 +7,8 @@ which then wait for core-api anyway, got two thirds of a core each. While the ch
 services are kept off one of the CPUs this process may use (``sched_setaffinity``, which needs no
 privilege and is undone the same way), so core-api has it to itself; once the chain is ready (or the
 start failed) every thread of theirs gets the whole set back. Nothing is done with fewer than two
-CPUs, where affinity cannot be set, or on a machine already busy (a one-minute load average of at
-least the number of CPUs): the reservation moves idle capacity to core-api, and there is none to move
+CPUs, where affinity cannot be set, or on a machine already busy (a one-minute load average of
+``BUSY_LOAD_PER_CPU`` per CPU): the reservation moves idle capacity to core-api, and there is none to move
 there (a busy CPU kept from the other services would only slow them, and the gateway too must be up).
 """
 
@@ -17,6 +17,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
+
+#: ``KUBECHAIN_START_CPU_RESERVE=1`` turns the reservation on. Off by default: ``bench/chain_start.py
+#: --env-ab`` on this 2-CPU machine, loaded by other work, found it 1.31x faster at a load of 6-12,
+#: 1.06x at 12-17 and 0.77x slower at 8-10; it has not been measured on a quiet machine, where it is
+#: meant to help.
+ENV_SWITCH = "KUBECHAIN_START_CPU_RESERVE"
+#: A machine is busy, and nothing is reserved, from a one-minute load average of this many runnable
+#: tasks per CPU (a chain's own start leaves ~2-3 behind it on 2 CPUs).
+BUSY_LOAD_PER_CPU = 4
 
 
 def _threads(pid: int) -> list[int]:
@@ -54,12 +63,12 @@ class CPUReservation:
 
 def reserve(others: Iterable[int]) -> CPUReservation | None:
     """Keep ``others`` (pids) off one CPU; None where that is not possible or not useful."""
-    if not hasattr(os, "sched_setaffinity") or os.environ.get("KUBECHAIN_START_CPU_RESERVE", "1") == "0":
+    if not hasattr(os, "sched_setaffinity") or os.environ.get(ENV_SWITCH, "0") != "1":
         return None
     try:
         allowed = os.sched_getaffinity(0)
     except OSError:
         return None
-    if len(allowed) < 2 or os.getloadavg()[0] >= len(allowed):
+    if len(allowed) < 2 or os.getloadavg()[0] >= BUSY_LOAD_PER_CPU * len(allowed):
         return None
     return CPUReservation(allowed, others)

@@ -39,6 +39,7 @@ def _masks(pid: int) -> set[frozenset[int]]:
                     reason="needs two CPUs and sched_setaffinity")
 def test_others_are_kept_off_one_cpu_then_given_every_cpu_back(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    monkeypatch.setenv(startcpus.ENV_SWITCH, "1")
     allowed = frozenset(os.sched_getaffinity(0))
     child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -56,14 +57,14 @@ def test_others_are_kept_off_one_cpu_then_given_every_cpu_back(monkeypatch: pyte
         child.wait()
 
 
-def test_switched_off_busy_or_one_cpu_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_asked_for_busy_or_one_cpu_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_setaffinity", lambda _pid, _cpus: pytest.fail("affinity set"))
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    monkeypatch.setenv("KUBECHAIN_START_CPU_RESERVE", "0")
+    monkeypatch.delenv(startcpus.ENV_SWITCH, raising=False)  # off unless asked for
     assert startcpus.reserve([os.getpid()]) is None
-    monkeypatch.delenv("KUBECHAIN_START_CPU_RESERVE")
+    monkeypatch.setenv(startcpus.ENV_SWITCH, "1")
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
-    monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 0.0, 0.0))  # as many runnable as CPUs: busy
+    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 0.0, 0.0))  # 4 runnable per CPU: busy
     assert startcpus.reserve([os.getpid()]) is None
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0})
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
