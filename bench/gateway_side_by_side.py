@@ -31,6 +31,8 @@ from benchutil import run_concurrently
 from gc_bench import configmap, start
 from proccpu import ProcCPU
 
+from kubechain_cli.chain import Chain
+
 CONCURRENCY = 32
 
 
@@ -51,9 +53,11 @@ async def _burst(kind: str, chain: Any, session: aiohttp.ClientSession, round_: 
 
 async def main_async(old: Path, rounds: int, n: int) -> None:
     paths = [old / "libs" / "genericapi", *(p for p in sorted((old / "services").iterdir()) if p.is_dir()), old]
-    chains = {"old": start("old", {"PYTHONPATH": os.pathsep.join(str(p) for p in paths)}), "new": start("new", {})}
+    chains: dict[str, Chain] = {}
     ratios: dict[tuple[str, str], list[float]] = {}
-    try:
+    try:  # a chain that fails to start must not leave the other one running
+        chains["old"] = start("old", {"PYTHONPATH": os.pathsep.join(str(p) for p in paths)})
+        chains["new"] = start("new", {})
         sessions = {k: aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=c.ssl_context(), limit=CONCURRENCY))
                     for k, c in chains.items()}
         for k, chain in chains.items():
