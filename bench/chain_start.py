@@ -106,12 +106,18 @@ def source_dirs(tree: Path | None) -> list[Path]:
 
 def compile_into(prefix: Path, trees: Sequence[Path | None]) -> None:
     """Compile the trees' modules into the bytecode cache ``prefix`` (``PYTHONPYCACHEPREFIX``) and
-    use it from now on (this process's children inherit it)."""
+    use it from now on (this process's children inherit it). Under a prefix Python looks there for
+    every module's bytecode, the standard library's and site-packages' too, so one start of each
+    tree with writing on fills it with whatever a chain imports."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(prefix)
     dirs = [str(d) for tree in trees for d in source_dirs(tree)]
     subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs], env=env, check=True,
                    stdout=subprocess.DEVNULL)
+    for tree in trees:
+        writing = {k: v for k, v in tree_env(tree).items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run([sys.executable, "-c", _CHILD], env=writing | {"PYTHONPYCACHEPREFIX": str(prefix)},
+                       check=True, capture_output=True, timeout=300, cwd=tempfile.gettempdir())
     os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
 
 
