@@ -13,8 +13,7 @@ bootstrap hooks reconcile instead of create). Both trees' medians come from one 
 same load. ``--new DIR`` puts another tree in this checkout's place (say, a proposed change).
 
 ``--env-ab VAR=VALUE`` alternates this checkout with ``VAR=VALUE`` ("old") and without ("new"): a
-switch's effect, e.g. ``KUBECHAIN_START_CPU_RESERVE=1`` (kubechain_cli.startcpus, off by default) or
-``KUBECHAIN_FORK_SERVICES=0``.
+switch's effect, e.g. ``KUBECHAIN_FORK_SERVICES=0`` or ``KUBECHAIN_GC_THRESHOLD=0``.
 
 ``--fork-ab`` alternates, with controllers on, the services forked from the fork server (the
 default, kubechain_cli.forkserver) and executed one by one (``KUBECHAIN_FORK_SERVICES=0``).

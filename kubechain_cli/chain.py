@@ -31,7 +31,7 @@ from genericapi.server import encryptionconfig
 from genericapi.server.certs import CertPaths, ensure_certificates
 from genericapi.storage.etcd import EtcdTLS
 
-from . import auditpolicy, forkserver, startcpus
+from . import auditpolicy, forkserver
 
 
 class EtcdExited(RuntimeError):
@@ -236,20 +236,12 @@ class Chain:
             raise ValueError(f"replicas must be at least 1, not {self.replicas}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._start_fork_server()
-        reservation = None
         try:
             self._spawn_all()
-            # core-api, the start's critical path, gets a CPU to itself until the chain is ready.
-            reservation = startcpus.reserve(proc.pid for name, proc in self.processes.items()
-                                            if _tier(name) in ("aggregator", "extensions-api"))
         finally:
             self._stop_fork_server()  # the services are started: later starts are executed
-        try:
-            self.write_kubeconfig()
-            self.wait_ready(timeout)
-        finally:
-            if reservation is not None:
-                reservation.release()
+        self.write_kubeconfig()
+        self.wait_ready(timeout)
 
     def _spawn_all(self) -> None:
         # Certificates first (etcd serves with one), then etcd: it boots while the encryption config is written.
