@@ -168,7 +168,11 @@ def test_fixtures_marker_and_bad_input(pytester: pytest.Pytester) -> None:
     (pytester.path / "not-a-crd.yaml").write_text(NOT_A_CRD)
     (pytester.path / "bad-crd.yaml").write_text(BAD_CRD)
 
-    result = pytester.runpytest("-p", "no:cacheprovider", "-rA", "--durations=6")
+    # Every inner run in a process of its own, as a user's suite runs: pytester's in-process runs drop
+    # the modules the inner suite imported (kubernetes.client's lazily loaded models) from sys.modules
+    # afterwards, and this process's later tests then met second copies of the model classes
+    # (pydantic's "Input should be ... an instance of V1ConfigMap" in test_python_client.py after this file).
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", "--durations=6")
     result.assert_outcomes(passed=7, failed=1, errors=3)
     output = result.stdout.str()
     # the namespace of the failed test was deleted (checked from inside by the next test)
@@ -243,14 +247,15 @@ def test_reused(kubechain, kubechain_client, kubechain_namespace):
 
 def test_reuse_a_running_chain_and_bad_options(pytester: pytest.Pytester, chain: ChainHandle) -> None:
     _suite(pytester, REUSE_SUITE)
-    result = pytester.runpytest("--kubechain-kubeconfig", str(chain.chain.kubeconfig), "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("--kubechain-kubeconfig", str(chain.chain.kubeconfig),
+                                           "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)  # with kubechain.chain None: nothing was started
 
     missing = pytester.path / "nowhere" / "kubeconfig"
-    result = pytester.runpytest("--kubechain-kubeconfig", str(missing), "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("--kubechain-kubeconfig", str(missing), "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*kubeconfig {missing} does not exist*"])
 
-    result = pytester.runpytest("--kubechain-controllers", "maybe")
+    result = pytester.runpytest_subprocess("--kubechain-controllers", "maybe")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kubechain-controllers / kubechain_controllers: 'maybe' is not on or off*"])
