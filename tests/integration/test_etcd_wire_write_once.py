@@ -1,6 +1,7 @@
 """A write is sent to etcd at most once (clientv3's write-at-most-once), on real etcd: the member is
 frozen after the create has gone out; the create fails as UnavailableError (a Kubernetes Status,
-504 Timeout as kube's finisher answers, once the registry translates it) and the wire between client and etcd carries it once.
+504 Timeout as kube's finisher answers, once the registry translates it) and the wire between client
+and etcd carries it once.
 Before, the client sent it again on a new connection, and a create etcd had applied was answered
 AlreadyExists. A read in the same situation is still sent again (on the next member)."""
 
