@@ -160,17 +160,8 @@ class Exchange:
         return self.disconnected
 
     def stream_write(self, data: bytes) -> None:
-        if not data or self.disconnected:
-            return  # an empty chunk would end the body
-        frame = b"%x\r\n%s\r\n" % (len(data), data)
-        head = self.head
-        if head is not None:  # the answer's head, or a piece held for the end of the turn, goes first
-            self.head = None
-            if self.flush_handle is not None:
-                self.flush_handle.cancel()
-                self.flush_handle = None
-            frame = head + frame
-        self.conn.transport.write(frame)
+        if data:  # an empty chunk would end the body
+            self.stream_write_framed(b"%x\r\n%s\r\n" % (len(data), data))
 
     def stream_write_framed(self, frame: bytes) -> None:
         """``stream_write`` for a piece chunk-framed already (watchhub.py frames an upstream piece once
@@ -178,7 +169,7 @@ class Exchange:
         if self.disconnected:
             return
         head = self.head
-        if head is not None:
+        if head is not None:  # the answer's head, or a piece held for the end of the turn, goes first
             self.head = None
             if self.flush_handle is not None:
                 self.flush_handle.cancel()
