@@ -58,7 +58,32 @@ async def relay_direct(scope: Scope, resp: UnixResponse, send: Send, streams: Mu
     return True
 
 
-class _Relay(asyncio.Protocol):
+class UpstreamTakeover(asyncio.Protocol):
+    """A protocol that takes an upstream Unix connection over from its ``_Connection`` while an answer is
+    streamed (``_Relay`` here, watchhub.py's shared watch): the connection keeps its own bookkeeping of
+    loss and write flow control, and the taker hears that the upstream is gone."""
+
+    __slots__ = ()
+    conn: _Connection
+
+    def upstream_lost(self) -> None:
+        raise NotImplementedError
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conn.connection_lost(exc)
+        self.upstream_lost()
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def pause_writing(self) -> None:
+        self.conn.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.conn.resume_writing()
+
+
+class _Relay(UpstreamTakeover):
     """The upstream connection's protocol while its answer is relayed (see the module docstring)."""
 
     __slots__ = ("conn", "done", "resumer", "writer")
@@ -153,15 +178,5 @@ class _Relay(asyncio.Protocol):
         finally:
             self.resumer = None
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.conn.connection_lost(exc)
+    def upstream_lost(self) -> None:
         self._finish(False)
-
-    def eof_received(self) -> bool | None:
-        return None
-
-    def pause_writing(self) -> None:
-        self.conn.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.conn.resume_writing()

@@ -50,6 +50,7 @@ from starlette.types import Scope, Send
 
 from genericapi.handlers.directstream import DirectStream, direct_stream
 
+from .streamrelay import UpstreamTakeover
 from .unixhttp import UnixResponse, _Connection
 
 #: Unwritten bytes on a client's connection past which it is ended (core-api's watcher queue holds up
@@ -273,7 +274,7 @@ class _Member:
         self.shared.left(self)
 
 
-class _Shared(asyncio.Protocol):
+class _Shared(UpstreamTakeover):
     """One upstream watch answer and the clients it is written to (the upstream connection's protocol)."""
 
     __slots__ = ("base", "conn", "delivered", "ended", "ender", "headers", "hub", "key", "last", "members",
@@ -406,18 +407,8 @@ class _Shared(asyncio.Protocol):
         if conn.complete:
             self.end(True)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.conn.connection_lost(exc)
+    def upstream_lost(self) -> None:
         self.end(False)
-
-    def eof_received(self) -> bool | None:
-        return None
-
-    def pause_writing(self) -> None:
-        self.conn.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.conn.resume_writing()
 
 
 def _line_version(data: bytes) -> bytes:
